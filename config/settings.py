@@ -1,0 +1,156 @@
+"""Vetted settings, driven by environment variables (see README, "Configuration")."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import (
+    database_from_url,
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DEBUG", False)
+
+# A missing key falls back to a development key whose "django-insecure-" prefix makes
+# `manage.py check --deploy` flag it; production must set SECRET_KEY (docker-compose requires it).
+SECRET_KEY = env_str("SECRET_KEY") or "django-insecure-development-only-key-never-use-in-production"
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "django_rq",
+    "documents",
+    "reliability",
+    "review",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Patient data: every page needs a login unless a view opts out explicitly.
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+_database_url = env_str("DATABASE_URL")
+DATABASES = {
+    "default": database_from_url(_database_url, base_dir=str(BASE_DIR))
+    if _database_url
+    else {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "var" / "db.sqlite3"}
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "documents:list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-gb"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env_str("STATIC_ROOT") or BASE_DIR / "staticfiles")
+
+MEDIA_URL = "media/"  # never served publicly: documents are patient data
+MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or BASE_DIR / "var" / "media")
+
+# Served over HTTPS (behind a TLS-terminating proxy): turn on every transport protection.
+HTTPS = env_bool("HTTPS", False)
+SECURE_SSL_REDIRECT = HTTPS
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if HTTPS else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
+SECURE_HSTS_PRELOAD = HTTPS
+if env_bool("BEHIND_PROXY", HTTPS):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 8 * 3600, minimum=60)
+X_FRAME_OPTIONS = "DENY"
+
+# Jobs: with REDIS_URL, work is queued for RQ workers; without it, jobs run inline.
+REDIS_URL = env_str("REDIS_URL")
+RQ_QUEUES = {
+    "default": {"URL": REDIS_URL or "redis://127.0.0.1:6379/0", "DEFAULT_TIMEOUT": 900},
+}
+JOB_RESULT_TTL = env_int("JOB_RESULT_TTL", 3600, minimum=0)
+
+GEMINI_API_KEY = env_str("GEMINI_API_KEY")
+
+# Upload and ingestion limits.
+UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_MB", 25, minimum=1) * 1024 * 1024
+UPLOAD_MAX_PAGES = env_int("UPLOAD_MAX_PAGES", 300, minimum=1)
+UPLOAD_MAX_FILES = env_int("UPLOAD_MAX_FILES", 50, minimum=1)
+DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Pages whose text layer has fewer characters than this are sent to OCR.
+OCR_MIN_TEXT_CHARS = env_int("OCR_MIN_TEXT_CHARS", 20, minimum=0)
+OCR_DPI = env_int("OCR_DPI", 300, minimum=72)
+OCR_LANGUAGE = env_str("OCR_LANGUAGE", "eng")
+# Mean tesseract word confidence (0..1) under which a document needs a clearer scan.
+OCR_MIN_CONFIDENCE = env_float("OCR_MIN_CONFIDENCE", 0.60)
+if not 0.0 <= OCR_MIN_CONFIDENCE <= 1.0:
+    raise ImproperlyConfigured("OCR_MIN_CONFIDENCE must be between 0 and 1.")
+# An ingestion claimed this long ago and still running is taken as abandoned (worker died).
+INGEST_STALE_SECONDS = env_int("INGEST_STALE_SECONDS", 15 * 60, minimum=30)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"pdfminer": {"level": "WARNING"}},
+}
+
+# Tesseract uses OpenMP; one thread per page keeps N workers from oversubscribing the cores.
+os.environ.setdefault("OMP_THREAD_LIMIT", "1")

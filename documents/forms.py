@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.conf import settings
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """A file field that accepts several files; each is checked by the upload service."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", MultipleFileInput(attrs={"accept": ".pdf,.txt"}))
+        # Empty files are refused by the service with its own, clearer message.
+        kwargs.setdefault("allow_empty_file", True)
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data: Any, initial: Any = None) -> list[Any]:
+        single = super().clean
+        if isinstance(data, list | tuple) and data:
+            return [single(item, initial) for item in data]
+        return [single(data or None, initial)]  # None runs the "required" check
+
+
+class UploadForm(forms.Form):
+    files = MultipleFileField(
+        label="Documents",
+        help_text="PDF or plain-text files; you can choose several at once.",
+        error_messages={"required": "Choose at least one file to upload."},
+    )
+
+    def clean_files(self) -> list[Any]:
+        files: list[Any] = self.cleaned_data["files"]
+        if len(files) > settings.UPLOAD_MAX_FILES:
+            raise forms.ValidationError(
+                f"You chose {len(files)} files; upload at most {settings.UPLOAD_MAX_FILES} "
+                "at a time."
+            )
+        return files

@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import io
+import logging
+import resource
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+import pdfplumber
+from django.core.files.base import ContentFile
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import transaction
+
+from documents import extraction
+from documents.models import Document
+from documents.pdfgen import long_text_pdf
+from documents.services import document_ingest
+
+
+class _Rollback(Exception):
+    pass
+
+
+def plain_extract_text(data: bytes) -> int:
+    with pdfplumber.open(io.BytesIO(data)) as pdf:
+        return sum(len(page.extract_text() or "") for page in pdf.pages)
+
+
+def vetted_extract(data: bytes) -> int:
+    return sum(len(p.text) for p in extraction.extract_pdf(data, ocr=None))
+
+
+def vetted_ingest(data: bytes) -> int:
+    """Extraction plus the database writes of a real ingestion, rolled back afterwards."""
+    document = Document(
+        original_filename="bench.pdf",
+        sha256=f"bench-{time.monotonic_ns()}",
+        mime_type=Document.MIME_PDF,
+        size_bytes=len(data),
+    )
+    document.file.save("bench", ContentFile(data), save=False)
+    try:
+        with transaction.atomic():
+            document.save(force_insert=True)
+            document_ingest(document=document)
+            pages = document.pages.count()
+            raise _Rollback
+    except _Rollback:
+        pass
+    finally:
+        document.file.delete(save=False)
+    return pages
+
+
+class Command(BaseCommand):
+    help = "Benchmark PDF ingestion against plain pdfplumber extract_text() on the same file."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--pages", type=int, default=50)
+        parser.add_argument("--repeat", type=int, default=3)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        pages, repeat = options["pages"], options["repeat"]
+        logging.getLogger("documents").setLevel(logging.WARNING)  # keep the table readable
+        data = long_text_pdf(pages)
+        self.stdout.write(
+            f"Generated text PDF: {pages} pages, {len(data) / 1024:.0f} KiB; best and median of "
+            f"{repeat} runs each."
+        )
+        header = (
+            f"{'method':<34}{'best p/s':>10}{'median p/s':>12}{'median s':>10}{'peak MiB':>10}"
+        )
+        self.stdout.write(header)
+        self.stdout.write("-" * len(header))
+        cases: list[tuple[str, Callable[[bytes], int]]] = [
+            ("pdfplumber extract_text() (plain)", plain_extract_text),
+            ("vetted extraction (paragraphs)", vetted_extract),
+            ("vetted ingest (extraction + DB)", vetted_ingest),
+        ]
+        for label, func in cases:
+            func(data)  # warm-up: imports, font caches
+            times = []
+            for _ in range(repeat):
+                started = time.perf_counter()
+                func(data)
+                times.append(time.perf_counter() - started)
+            tracemalloc.start()
+            func(data)
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            median = statistics.median(times)
+            self.stdout.write(
+                f"{label:<34}{pages / min(times):>10.1f}{pages / median:>12.1f}"
+                f"{median:>10.3f}{peak / 2**20:>10.1f}"
+            )
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        self.stdout.write(f"Process peak RSS: {rss:.0f} MiB (peak MiB column: Python allocations)")

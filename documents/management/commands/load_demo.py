@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+DEMO_DIR = Path(settings.BASE_DIR) / "demo" / "documents"
+REVIEWERS = "Reviewers"
+
+
+class Command(BaseCommand):
+    help = "Create the demo reviewer account and load the demo documents (fictional patients)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--username", default="reviewer")
+        parser.add_argument(
+            "--password", help="password for the demo reviewer (default: a new random one)"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        password = options["password"] or secrets.token_urlsafe(9)
+        user_model = get_user_model()
+        user, _ = user_model.objects.get_or_create(
+            username=options["username"],
+            defaults={"first_name": "Demo", "last_name": "Reviewer"},
+        )
+        user.set_password(password)
+        user.save()
+        group, _ = Group.objects.get_or_create(name=REVIEWERS)
+        user.groups.add(group)
+
+        call_command("ingest", str(DEMO_DIR), user=user.username, stdout=self.stdout)
+        self.stdout.write("")
+        self.stdout.write(self.style.SUCCESS("Demo reviewer account"))
+        self.stdout.write(f"  username: {user.username}")
+        self.stdout.write(f"  password: {password}")

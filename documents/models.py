@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+def document_upload_path(instance: Document, filename: str) -> str:
+    # The stored name carries no part of the original filename, which may hold patient names.
+    suffix = ".pdf" if instance.mime_type == Document.MIME_PDF else ".txt"
+    return f"documents/{timezone.now():%Y/%m}/{instance.pk}{suffix}"
+
+
+class Document(models.Model):
+    MIME_PDF = "application/pdf"
+    MIME_TEXT = "text/plain"
+
+    class Status(models.TextChoices):
+        UPLOADED = "uploaded", "Uploaded"
+        INGESTING = "ingesting", "Ingesting"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    class Quality(models.TextChoices):
+        OK = "ok", "OK"
+        LOW_OCR = "low_ocr", "Low OCR confidence"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    file = models.FileField(upload_to=document_upload_path, max_length=255)
+    original_filename = models.CharField(max_length=255)
+    sha256 = models.CharField(max_length=64, unique=True)
+    mime_type = models.CharField(max_length=64)
+    size_bytes = models.PositiveBigIntegerField()
+    page_count = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.UPLOADED)
+    error = models.TextField(blank=True)
+    quality = models.CharField(max_length=16, choices=Quality.choices, default=Quality.OK)
+    quality_message = models.TextField(blank=True)
+    ocr_confidence = models.FloatField(null=True, blank=True)
+    ocr_page_count = models.PositiveIntegerField(default=0)
+    ingest_attempts = models.PositiveIntegerField(default=0)
+    ingest_started_at = models.DateTimeField(null=True, blank=True)
+    ingested_at = models.DateTimeField(null=True, blank=True)
+    ingest_seconds = models.FloatField(null=True, blank=True)
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "-created_at"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=["uploaded", "ingesting", "ready", "failed"]),
+                name="document_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.original_filename
+
+    @property
+    def is_pdf(self) -> bool:
+        return self.mime_type == self.MIME_PDF
+
+    @property
+    def is_working(self) -> bool:
+        return self.status in {self.Status.UPLOADED, self.Status.INGESTING}
+
+    def ingest_is_stale(self, *, now: timezone.datetime | None = None) -> bool:
+        """An ingestion claimed long ago and never finished: its worker died."""
+        if self.status != self.Status.INGESTING or self.ingest_started_at is None:
+            return False
+        now = now or timezone.now()
+        return now - self.ingest_started_at > timedelta(seconds=settings.INGEST_STALE_SECONDS)
+
+    @property
+    def can_retry(self) -> bool:
+        return self.status == self.Status.FAILED or self.ingest_is_stale()
+
+
+class Page(models.Model):
+    class Method(models.TextChoices):
+        TEXT_LAYER = "text_layer", "Text layer"
+        OCR = "ocr", "OCR"
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pages")
+    number = models.PositiveIntegerField()
+    text = models.TextField(blank=True)
+    paragraphs = models.JSONField(default=list)
+    block_types = models.JSONField(default=list)
+    has_tables = models.BooleanField(default=False)
+    extraction_method = models.CharField(
+        max_length=16, choices=Method.choices, default=Method.TEXT_LAYER
+    )
+    ocr_confidence = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["document", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "number"], name="page_unique_number"),
+            models.CheckConstraint(condition=models.Q(number__gte=1), name="page_number_from_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document} p.{self.number}"

@@ -1,0 +1,51 @@
+"""Tesseract OCR for pages without a text layer (pytesseract)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections import defaultdict
+from typing import Any
+
+from documents.extraction import OcrResult, split_heading_lines
+
+
+def tesseract_available() -> bool:
+    return shutil.which("tesseract") is not None
+
+
+def make_tesseract_engine(*, language: str = "eng") -> Any:
+    """Return an OCR engine, or None when the tesseract binary is not installed."""
+    if not tesseract_available():
+        return None
+    import pytesseract
+
+    # One OpenMP thread per page: parallelism comes from running several workers.
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+
+    def engine(image: Any) -> OcrResult:
+        data = pytesseract.image_to_data(
+            image.convert("L"), lang=language, output_type=pytesseract.Output.DICT
+        )
+        # (block, paragraph) -> line number -> words, in tesseract's reading order.
+        paragraphs: dict[tuple[int, int], dict[int, list[str]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        confidences: list[float] = []
+        for i, word in enumerate(data["text"]):
+            word = word.strip()
+            confidence = float(data["conf"][i])
+            if not word or confidence < 0:
+                continue
+            confidences.append(confidence)
+            key = (data["block_num"][i], data["par_num"][i])
+            paragraphs[key][data["line_num"][i]].append(word)
+        texts = [
+            text
+            for _, lines in sorted(paragraphs.items())
+            for text in split_heading_lines([" ".join(words) for _, words in sorted(lines.items())])
+        ]
+        mean = sum(confidences) / len(confidences) / 100 if confidences else 0.0
+        return OcrResult(paragraphs=texts, confidence=round(mean, 4), word_count=len(confidences))
+
+    return engine

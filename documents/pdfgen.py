@@ -1,0 +1,136 @@
+"""Write PDFs for tests, the demo documents and the benchmark.
+
+Needs the test extras (reportlab); the product itself never writes PDFs.
+"""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from collections.abc import Sequence
+
+Paragraph = str
+PageSpec = Sequence[Paragraph]
+
+
+def text_pdf(
+    pages: Sequence[PageSpec],
+    *,
+    password: str | None = None,
+    title: str = "",
+    table_on_page: int | None = None,
+) -> bytes:
+    """A PDF with a real text layer. Each page is a list of paragraphs; a paragraph in
+    capitals is drawn as a bold heading. ``table_on_page`` draws a ruled 3x3 table there."""
+    from reportlab.lib import pdfencrypt
+    from reportlab.lib.pagesizes import LETTER
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    encrypt = pdfencrypt.StandardEncryption(password, canPrint=0) if password else None
+    pdf = canvas.Canvas(buffer, pagesize=LETTER, encrypt=encrypt, invariant=1)
+    if title:
+        pdf.setTitle(title)
+    width, height = LETTER
+    for number, paragraphs in enumerate(pages, start=1):
+        y = height - 72
+        for paragraph in paragraphs:
+            heading = paragraph.isupper()
+            pdf.setFont("Helvetica-Bold" if heading else "Helvetica", 11)
+            for line in paragraph.split("\n"):
+                for wrapped in textwrap.wrap(line, 90) or [""]:
+                    pdf.drawString(72, y, wrapped)
+                    y -= 14
+            y -= 12  # paragraph gap
+        if table_on_page == number:
+            _draw_table(pdf, x=72, y=y - 10, rows=[["Gene", "Variant", "VAF"],
+                                                   ["KRAS", "G12D", "31%"],
+                                                   ["TP53", "R273H", "44%"]])
+        pdf.drawString(width / 2 - 30, 40, f"Page {number} of {len(pages)}")
+        pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def _draw_table(pdf: object, *, x: float, y: float, rows: list[list[str]]) -> None:
+    col, row_h = 120, 18
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            left, top = x + c * col, y - r * row_h
+            pdf.rect(left, top - row_h, col, row_h)  # type: ignore[attr-defined]
+            pdf.drawString(left + 4, top - 13, cell)  # type: ignore[attr-defined]
+
+
+def image_pdf(paragraphs: PageSpec, *, pages: int = 1, noise: float = 0.0, dpi: int = 150) -> bytes:
+    """A scanned-looking PDF: pages are pictures of text, with no text layer.
+
+    ``noise`` (0..1) speckles the image to make OCR less confident.
+    """
+    import random
+
+    from PIL import Image, ImageDraw, ImageFilter, ImageFont
+
+    width, height = int(8.5 * dpi), int(11 * dpi)
+    font = ImageFont.load_default(size=int(dpi * 0.16))
+    images = []
+    rng = random.Random(7)
+    for _ in range(pages):
+        image = Image.new("L", (width, height), 255)
+        draw = ImageDraw.Draw(image)
+        y = dpi
+        for paragraph in paragraphs:
+            for line in paragraph.split("\n"):
+                for wrapped in textwrap.wrap(line, 60) or [""]:
+                    draw.text((dpi, y), wrapped, fill=0, font=font)
+                    y += int(dpi * 0.25)
+            y += int(dpi * 0.2)
+        if noise:
+            pixels = image.load()
+            for _ in range(int(width * height * noise)):
+                px, py = rng.randrange(width), rng.randrange(height)
+                pixels[px, py] = 0 if pixels[px, py] > 128 else 255  # type: ignore[index]
+            image = image.filter(ImageFilter.GaussianBlur(radius=noise * 6))
+        images.append(image.convert("RGB"))
+    buffer = io.BytesIO()
+    images[0].save(buffer, "PDF", resolution=dpi, save_all=True, append_images=images[1:])
+    return buffer.getvalue()
+
+
+def long_text_pdf(page_count: int) -> bytes:
+    """A report-like text PDF of ``page_count`` pages, for the ingestion benchmark."""
+    paragraphs = [
+        "CLINICAL HISTORY",
+        "Sixty-two year old with a palpable mass in the left breast, upper outer quadrant.\n"
+        "Mammography showed an irregular spiculated lesion measuring 2.1 cm.",
+        "GROSS DESCRIPTION",
+        "Received in formalin labelled with the patient's name is an ellipse of skin and\n"
+        "fibrofatty tissue measuring 6.5 x 4.0 x 3.2 cm. Serial sections show a firm white\n"
+        "stellate lesion 2.0 cm from the deep margin.",
+        "MICROSCOPIC DESCRIPTION",
+        "Sections show invasive carcinoma of no special type forming tubules in less than 10%\n"
+        "of the tumour, with moderate nuclear pleomorphism and 12 mitoses per 10 HPF.",
+        "- Margins: clear, closest 4 mm (deep).\n- Lymphovascular invasion: not identified.",
+    ]
+    return text_pdf([paragraphs] * page_count)
+
+
+def zero_page_pdf() -> bytes:
+    """A well-formed PDF whose page tree is empty (no writer library makes one)."""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [] /Count 0 >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)

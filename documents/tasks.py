@@ -1,0 +1,38 @@
+"""RQ entry points for documents. Jobs take ids; Postgres is the source of truth."""
+
+from __future__ import annotations
+
+import logging
+
+from documents import services
+from documents.extraction import ExtractionError
+from documents.models import Document
+
+logger = logging.getLogger(__name__)
+
+UNEXPECTED_FAILURE = (
+    "Ingestion failed unexpectedly. The file is kept: retry it, and if it fails again "
+    "ask an administrator to look at the server log (document {id})."
+)
+
+
+def ingest_document(document_id: str) -> str:
+    """Ingest one uploaded document. Safe to run twice: only the first claim does work."""
+    if not services.document_claim_for_ingest(document_id=document_id):
+        logger.info("ingest skipped id=%s: not in uploaded state", document_id)
+        return "skipped"
+    document = Document.objects.get(pk=document_id)
+    try:
+        services.document_ingest(document=document)
+    except ExtractionError as exc:
+        logger.warning("ingest failed id=%s: %s", document_id, exc.message)
+        services.document_fail(document_id=document_id, message=exc.message)
+        return "failed"
+    except Exception:
+        # Exception text from PDF parsers never carries page text, but keep the log to the type.
+        logger.exception("ingest crashed id=%s", document_id)
+        services.document_fail(
+            document_id=document_id, message=UNEXPECTED_FAILURE.format(id=document_id)
+        )
+        return "failed"
+    return "ready"

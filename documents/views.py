@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from documents.forms import UploadForm
+from documents.models import Document
+from documents.services import document_create, document_retry
+from documents.validation import UploadRefused, check_size
+
+PAGE_SIZE = 50
+
+
+@login_required
+def document_list(request: HttpRequest) -> HttpResponse:
+    documents = Document.objects.select_related("uploaded_by").order_by("-created_at")
+    status = request.GET.get("status", "")
+    if status in Document.Status.values:
+        documents = documents.filter(status=status)
+    page = Paginator(documents, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "page": page,
+        "status": status,
+        "statuses": Document.Status.choices,
+        "working": any(doc.is_working for doc in page.object_list),
+    }
+    template = "documents/list.html"
+    if request.htmx:
+        template += "#document-table"
+    return render(request, template, context)
+
+
+def _upload_limits() -> dict[str, int]:
+    return {
+        "max_mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024),
+        "max_pages": settings.UPLOAD_MAX_PAGES,
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def document_upload(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        return render(
+            request, "documents/upload.html", {"form": UploadForm(), **_upload_limits()}
+        )
+
+    form = UploadForm(request.POST, request.FILES)
+    created: list[Document] = []
+    if form.is_valid():
+        for upload in form.cleaned_data["files"]:
+            name = upload.name or "unnamed"
+            try:
+                check_size(name=name, size=upload.size or 0, max_bytes=settings.UPLOAD_MAX_BYTES)
+                created.append(
+                    document_create(filename=name, content=upload.read(), user=request.user)
+                )
+            except UploadRefused as refused:
+                form.add_error("files", refused.message)
+    if created:
+        names = ", ".join(f"“{doc.original_filename}”" for doc in created)
+        messages.success(request, f"Uploaded {len(created)} file(s): {names}.")
+    if form.is_valid():  # still valid: nothing was refused
+        return redirect("documents:list")
+    return render(
+        request,
+        "documents/upload.html",
+        {"form": form, "created": created, **_upload_limits()},
+        status=400,
+    )
+
+
+@login_required
+def document_detail(request: HttpRequest, document_id: str) -> HttpResponse:
+    document = get_object_or_404(Document.objects.select_related("uploaded_by"), pk=document_id)
+    template = "documents/detail.html"
+    if request.htmx:
+        template += "#document-status"
+    return render(
+        request,
+        template,
+        {"document": document, "pages": document.pages.all() if not request.htmx else []},
+    )
+
+
+@login_required
+@require_POST
+def document_retry_view(request: HttpRequest, document_id: str) -> HttpResponse:
+    document = get_object_or_404(Document, pk=document_id)
+    if document_retry(document=document):
+        messages.success(request, f"Ingestion of “{document.original_filename}” restarted.")
+    else:
+        messages.error(request, "This document is not waiting for a retry.")
+    return redirect("documents:detail", document_id=document.pk)

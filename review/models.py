@@ -1,0 +1,1 @@
+"""Review packets, decisions, ground truth and audit (built in the SME review issue)."""

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+PASSWORD = "correct-horse-battery-staple"
+
+# Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run
+# while one is open unless told it is safe (it is: the test thread never awaits).
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(autouse=True)
+def media_root(settings: Any, tmp_path: Path) -> Path:
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.REDIS_URL = ""  # inline jobs unless a test opts into RQ
+    return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def reviewer(django_user_model: Any) -> Any:
+    return django_user_model.objects.create_user(
+        username="rita", password=PASSWORD, first_name="Rita", last_name="Reviewer"
+    )
+
+
+@pytest.fixture
+def admin_user(django_user_model: Any) -> Any:
+    return django_user_model.objects.create_superuser(username="ada", password=PASSWORD)
+
+
+@pytest.fixture
+def reviewer_client(client: Any, reviewer: Any) -> Any:
+    client.force_login(reviewer)
+    return client
+
+
+@pytest.fixture
+def redis_url(settings: Any) -> Iterator[str]:
+    """Jobs go to a real Redis (a database of its own, emptied around the test)."""
+    from redis import Redis
+
+    connection_ = Redis.from_url(TEST_REDIS_URL)
+    connection_.flushdb()
+    settings.REDIS_URL = TEST_REDIS_URL
+    yield TEST_REDIS_URL
+    connection_.flushdb()
+
+
+def worker_env(redis_url: str) -> dict[str, str]:
+    """Environment for a worker process that shares this test's database, media and Redis."""
+    db = connection.settings_dict
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/"
+        f"{db['NAME']}",
+        REDIS_URL=redis_url,
+        MEDIA_ROOT=str(django_settings.MEDIA_ROOT),
+        DJANGO_SETTINGS_MODULE="config.settings",
+    )
+    return env
+
+
+def run_burst_worker(redis_url: str) -> subprocess.CompletedProcess[str]:
+    """A real RQ worker in its own process that drains the queue and exits."""
+    assert connection.vendor == "postgresql", "worker tests need the PostgreSQL test database"
+    return subprocess.run(
+        [sys.executable, "manage.py", "rqworker", "--burst", "default"],
+        cwd=ROOT,
+        env=worker_env(redis_url),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
