@@ -72,7 +72,9 @@ def database_from_url(url: str, *, base_dir: str) -> dict[str, Any]:
     if scheme in {"postgres", "postgresql", "pgsql"}:
         name = unquote(parts.path.lstrip("/"))
         if not name:
-            raise ImproperlyConfigured("DATABASE_URL names no database (postgres://user@host/NAME).")
+            raise ImproperlyConfigured(
+                "DATABASE_URL names no database (postgres://user@host/NAME)."
+            )
         options = dict(parse_qsl(parts.query))
         return {
             "ENGINE": "django.db.backends.postgresql",
@@ -81,15 +83,13 @@ def database_from_url(url: str, *, base_dir: str) -> dict[str, Any]:
             "PASSWORD": unquote(parts.password or ""),
             "HOST": parts.hostname or "",
             "PORT": str(parts.port or ""),
-            "CONN_MAX_AGE": 60,
+            "CONN_MAX_AGE": env_int("CONN_MAX_AGE", 60, minimum=0),
             "CONN_HEALTH_CHECKS": True,
             "OPTIONS": options,
         }
     if scheme == "sqlite":
         path = unquote(parts.path)
-        if path.startswith("//"):  # sqlite:////abs/path
-            path = path[1:]
-        elif path.startswith("/"):  # sqlite:///relative/path
+        if path.startswith("//") or path.startswith("/"):  # sqlite:////abs/path
             path = path[1:]
         if not path:
             raise ImproperlyConfigured("DATABASE_URL sqlite:/// names no file.")

@@ -1,17 +1,20 @@
 """Enqueue background work: RQ when REDIS_URL is set, inline otherwise.
 
-Jobs are plain functions, named by dotted path, that take ids (never model instances). Call `enqueue_on_commit` from
-inside a transaction so a worker never sees a row that is not committed yet.
+Jobs are plain functions, named by dotted path, that take ids (never model instances).
+Call `enqueue_on_commit` from inside a transaction so a worker never sees a row that is not
+committed yet.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils.module_loading import import_string
+from redis.exceptions import RedisError
 
 logger = logging.getLogger(__name__)
 
@@ -24,8 +27,11 @@ def get_queue(name: str = "default") -> Any:
     from redis import Redis
     from rq import Queue
 
-    timeout = settings.RQ_QUEUES.get(name, {}).get("DEFAULT_TIMEOUT", 900)
-    return Queue(name, connection=Redis.from_url(settings.REDIS_URL), default_timeout=timeout)
+    return Queue(
+        name,
+        connection=Redis.from_url(settings.REDIS_URL),
+        default_timeout=settings.JOB_TIMEOUT_SECONDS,
+    )
 
 
 def enqueue(func: str, *args: Any, job_id: str | None = None) -> None:
@@ -38,5 +44,28 @@ def enqueue(func: str, *args: Any, job_id: str | None = None) -> None:
     logger.info("enqueued %s job_id=%s", func, job_id)
 
 
-def enqueue_on_commit(func: str, *args: Any, job_id: str | None = None) -> None:
-    transaction.on_commit(lambda: enqueue(func, *args, job_id=job_id))
+def enqueue_on_commit(
+    func: str,
+    *args: Any,
+    job_id: str | None = None,
+    on_queue_error: Callable[[], None] | None = None,
+) -> None:
+    """Enqueue once the surrounding transaction commits.
+
+    If the queue cannot be reached, ``on_queue_error`` records that on the row (so nothing
+    is left waiting for a job that does not exist) instead of failing the request.
+    """
+
+    def send() -> None:
+        if jobs_run_inline():
+            enqueue(func, *args, job_id=job_id)
+            return
+        try:
+            enqueue(func, *args, job_id=job_id)
+        except RedisError:
+            logger.exception("could not enqueue %s job_id=%s", func, job_id)
+            if on_queue_error is None:
+                raise
+            on_queue_error()
+
+    transaction.on_commit(send)

@@ -119,8 +119,12 @@ X_FRAME_OPTIONS = "DENY"
 
 # Jobs: with REDIS_URL, work is queued for RQ workers; without it, jobs run inline.
 REDIS_URL = env_str("REDIS_URL")
+JOB_TIMEOUT_SECONDS = env_int("JOB_TIMEOUT_SECONDS", 900, minimum=10)
 RQ_QUEUES = {
-    "default": {"URL": REDIS_URL or "redis://127.0.0.1:6379/0", "DEFAULT_TIMEOUT": 900},
+    "default": {
+        "URL": REDIS_URL or "redis://127.0.0.1:6379/0",
+        "DEFAULT_TIMEOUT": JOB_TIMEOUT_SECONDS,
+    },
 }
 JOB_RESULT_TTL = env_int("JOB_RESULT_TTL", 3600, minimum=0)
 

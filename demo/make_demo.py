@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from documents.pdfgen import image_pdf, text_pdf  # noqa: E402
+from documents.pdfgen import image_pdf, text_pdf
 
 OUT = Path(__file__).resolve().parent / "documents"
 
@@ -43,25 +43,27 @@ PATHOLOGY = [
     ],
 ]
 
-RADIOLOGY = [[
-    "CT CHEST WITH CONTRAST",
-    HEADER,
-    "CLINICAL INDICATION",
-    "Staging of newly diagnosed left breast carcinoma.",
-    "TECHNIQUE",
-    "Axial images of the chest were acquired after intravenous contrast. Coronal and sagittal "
-    "reformats were reviewed.",
-    "COMPARISON",
-    "None.",
-    "FINDINGS",
-    "Lungs: A 4 mm solid nodule in the right upper lobe (series 3, image 42). No consolidation "
-    "or effusion.\nMediastinum: No enlarged lymph nodes. Left axillary node measures 9 mm in "
-    "short axis.\nBones: No suspicious osseous lesion.",
-    "IMPRESSION",
-    "1. No evidence of thoracic metastatic disease.\n2. 4 mm right upper lobe nodule, "
-    "likely benign; follow-up CT in 12 months per Fleischner criteria.",
-    "Dictated by: Demo Radiologist, MD.",
-]]
+RADIOLOGY = [
+    [
+        "CT CHEST WITH CONTRAST",
+        HEADER,
+        "CLINICAL INDICATION",
+        "Staging of newly diagnosed left breast carcinoma.",
+        "TECHNIQUE",
+        "Axial images of the chest were acquired after intravenous contrast. Coronal and sagittal "
+        "reformats were reviewed.",
+        "COMPARISON",
+        "None.",
+        "FINDINGS",
+        "Lungs: A 4 mm solid nodule in the right upper lobe (series 3, image 42). No consolidation "
+        "or effusion.\nMediastinum: No enlarged lymph nodes. Left axillary node measures 9 mm in "
+        "short axis.\nBones: No suspicious osseous lesion.",
+        "IMPRESSION",
+        "1. No evidence of thoracic metastatic disease.\n2. 4 mm right upper lobe nodule, "
+        "likely benign; follow-up CT in 12 months per Fleischner criteria.",
+        "Dictated by: Demo Radiologist, MD.",
+    ]
+]
 
 GENOMIC = [
     [
@@ -87,16 +89,18 @@ GENOMIC = [
     ],
 ]
 
-FAX_COVER = [[
-    "FAX COVER SHEET",
-    "To: Oncology Intake, Riverside Demo Hospital. Fax: (555) 010-2200",
-    "From: Demo Family Practice. Fax: (555) 010-3300",
-    "Pages: 4 including cover. Re: Referral and test request for DEMO, Alex.",
-    "Prior authorization number: PA-DEMO-44812.",
-    "CONFIDENTIALITY NOTICE",
-    "This facsimile contains confidential information intended only for the recipient named "
-    "above. If you received it in error, call the sender and destroy all copies.",
-]]
+FAX_COVER = [
+    [
+        "FAX COVER SHEET",
+        "To: Oncology Intake, Riverside Demo Hospital. Fax: (555) 010-2200",
+        "From: Demo Family Practice. Fax: (555) 010-3300",
+        "Pages: 4 including cover. Re: Referral and test request for DEMO, Alex.",
+        "Prior authorization number: PA-DEMO-44812.",
+        "CONFIDENTIALITY NOTICE",
+        "This facsimile contains confidential information intended only for the recipient named "
+        "above. If you received it in error, call the sender and destroy all copies.",
+    ]
+]
 
 CLINIC_NOTE = """ONCOLOGY CLINIC NOTE
 

@@ -118,12 +118,14 @@ def group_lines(lines: list[_Line]) -> list[tuple[str, str, _Line]]:
             continue
         previous = blocks[-1][-1]
         gap = line.top - previous.bottom
+        previous_tall = previous.height > 1.25 * median_height
+        after_lone_heading = (
+            len(blocks[-1]) == 1 and classify_block(previous.text, tall=previous_tall) == HEADING
+        )
         starts_new = (
             gap > 0.6 * median_height
             or _LIST_MARKER.match(line.text) is not None
-            or classify_block(previous.text, tall=previous.height > 1.25 * median_height)
-            == HEADING
-            and len(blocks[-1]) == 1
+            or after_lone_heading
             or line.height > 1.25 * median_height
         )
         if starts_new:

@@ -27,14 +27,14 @@ class MultipleFileField(forms.FileField):
 
 
 class UploadForm(forms.Form):
-    files = MultipleFileField(
+    documents = MultipleFileField(
         label="Documents",
         help_text="PDF or plain-text files; you can choose several at once.",
         error_messages={"required": "Choose at least one file to upload."},
     )
 
-    def clean_files(self) -> list[Any]:
-        files: list[Any] = self.cleaned_data["files"]
+    def clean_documents(self) -> list[Any]:
+        files: list[Any] = self.cleaned_data["documents"]
         if len(files) > settings.UPLOAD_MAX_FILES:
             raise forms.ValidationError(
                 f"You chose {len(files)} files; upload at most {settings.UPLOAD_MAX_FILES} "

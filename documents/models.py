@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
@@ -72,7 +72,7 @@ class Document(models.Model):
     def is_working(self) -> bool:
         return self.status in {self.Status.UPLOADED, self.Status.INGESTING}
 
-    def ingest_is_stale(self, *, now: timezone.datetime | None = None) -> bool:
+    def ingest_is_stale(self, *, now: datetime | None = None) -> bool:
         """An ingestion claimed long ago and never finished: its worker died."""
         if self.status != self.Status.INGESTING or self.ingest_started_at is None:
             return False
@@ -109,3 +109,11 @@ class Page(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document} p.{self.number}"
+
+    @property
+    def blocks(self) -> list[tuple[str, str]]:
+        """(paragraph, block type) pairs in reading order."""
+        types = list(self.block_types) + ["paragraph"] * (
+            len(self.paragraphs) - len(self.block_types)
+        )
+        return list(zip(self.paragraphs, types, strict=False))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import textwrap
 from collections.abc import Sequence
+from typing import Any
 
 Paragraph = str
 PageSpec = Sequence[Paragraph]
@@ -43,9 +44,16 @@ def text_pdf(
                     y -= 14
             y -= 12  # paragraph gap
         if table_on_page == number:
-            _draw_table(pdf, x=72, y=y - 10, rows=[["Gene", "Variant", "VAF"],
-                                                   ["KRAS", "G12D", "31%"],
-                                                   ["TP53", "R273H", "44%"]])
+            _draw_table(
+                pdf,
+                x=72,
+                y=y - 10,
+                rows=[
+                    ["Gene", "Variant", "VAF"],
+                    ["KRAS", "G12D", "31%"],
+                    ["TP53", "R273H", "44%"],
+                ],
+            )
         pdf.drawString(width / 2 - 30, 40, f"Page {number} of {len(pages)}")
         pdf.showPage()
     pdf.save()
@@ -85,10 +93,10 @@ def image_pdf(paragraphs: PageSpec, *, pages: int = 1, noise: float = 0.0, dpi: 
                     y += int(dpi * 0.25)
             y += int(dpi * 0.2)
         if noise:
-            pixels = image.load()
+            pixels: Any = image.load()
             for _ in range(int(width * height * noise)):
                 px, py = rng.randrange(width), rng.randrange(height)
-                pixels[px, py] = 0 if pixels[px, py] > 128 else 255  # type: ignore[index]
+                pixels[px, py] = 0 if pixels[px, py] > 128 else 255
             image = image.filter(ImageFilter.GaussianBlur(radius=noise * 6))
         images.append(image.convert("RGB"))
     buffer = io.BytesIO()

@@ -56,7 +56,7 @@ def document_create(*, filename: str, content: bytes, user: Any | None) -> Docum
         with transaction.atomic():
             document.save(force_insert=True)
             logger.info("document created id=%s pages=%s", document.pk, document.page_count)
-            enqueue_on_commit(INGEST_JOB, str(document.pk), job_id=f"ingest-{document.pk}-0")
+            _enqueue_ingest(document_id=str(document.pk), attempt=0)
     except IntegrityError:
         # Lost a race with an identical upload: remove our copy of the file, keep theirs.
         document.file.delete(save=False)
@@ -70,6 +70,21 @@ def document_create(*, filename: str, content: bytes, user: Any | None) -> Docum
         document.file.delete(save=False)
         raise
     return document
+
+
+QUEUE_UNREACHABLE = (
+    "The file is stored, but ingestion could not be queued because the job queue is "
+    "unreachable. Retry in a few minutes; if it keeps failing, tell an administrator."
+)
+
+
+def _enqueue_ingest(*, document_id: str, attempt: int) -> None:
+    enqueue_on_commit(
+        INGEST_JOB,
+        document_id,
+        job_id=f"ingest-{document_id}-{attempt}",
+        on_queue_error=lambda: document_fail(document_id=document_id, message=QUEUE_UNREACHABLE),
+    )
 
 
 def _low_ocr_message(confidence: float) -> str:
@@ -187,7 +202,6 @@ def document_retry(*, document: Document) -> bool:
         )
         if updated != 1:
             return False
-        job_id = f"ingest-{document.pk}-{document.ingest_attempts}"
-        enqueue_on_commit(INGEST_JOB, str(document.pk), job_id=job_id)
+        _enqueue_ingest(document_id=str(document.pk), attempt=document.ingest_attempts)
     logger.info("document retry queued id=%s", document.pk)
     return True

@@ -4,10 +4,11 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from config.http import HtmxHttpRequest
 from documents.forms import UploadForm
 from documents.models import Document
 from documents.services import document_create, document_retry
@@ -17,7 +18,7 @@ PAGE_SIZE = 50
 
 
 @login_required
-def document_list(request: HttpRequest) -> HttpResponse:
+def document_list(request: HtmxHttpRequest) -> HttpResponse:
     documents = Document.objects.select_related("uploaded_by").order_by("-created_at")
     status = request.GET.get("status", "")
     if status in Document.Status.values:
@@ -44,16 +45,14 @@ def _upload_limits() -> dict[str, int]:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def document_upload(request: HttpRequest) -> HttpResponse:
+def document_upload(request: HtmxHttpRequest) -> HttpResponse:
     if request.method == "GET":
-        return render(
-            request, "documents/upload.html", {"form": UploadForm(), **_upload_limits()}
-        )
+        return render(request, "documents/upload.html", {"form": UploadForm(), **_upload_limits()})
 
     form = UploadForm(request.POST, request.FILES)
     created: list[Document] = []
     if form.is_valid():
-        for upload in form.cleaned_data["files"]:
+        for upload in form.cleaned_data["documents"]:
             name = upload.name or "unnamed"
             try:
                 check_size(name=name, size=upload.size or 0, max_bytes=settings.UPLOAD_MAX_BYTES)
@@ -61,7 +60,7 @@ def document_upload(request: HttpRequest) -> HttpResponse:
                     document_create(filename=name, content=upload.read(), user=request.user)
                 )
             except UploadRefused as refused:
-                form.add_error("files", refused.message)
+                form.add_error("documents", refused.message)
     if created:
         names = ", ".join(f"“{doc.original_filename}”" for doc in created)
         messages.success(request, f"Uploaded {len(created)} file(s): {names}.")
@@ -76,7 +75,7 @@ def document_upload(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def document_detail(request: HttpRequest, document_id: str) -> HttpResponse:
+def document_detail(request: HtmxHttpRequest, document_id: str) -> HttpResponse:
     document = get_object_or_404(Document.objects.select_related("uploaded_by"), pk=document_id)
     template = "documents/detail.html"
     if request.htmx:
@@ -90,7 +89,7 @@ def document_detail(request: HttpRequest, document_id: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def document_retry_view(request: HttpRequest, document_id: str) -> HttpResponse:
+def document_retry_view(request: HtmxHttpRequest, document_id: str) -> HttpResponse:
     document = get_object_or_404(Document, pk=document_id)
     if document_retry(document=document):
         messages.success(request, f"Ingestion of “{document.original_filename}” restarted.")

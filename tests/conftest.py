@@ -9,15 +9,20 @@ from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
-from django.db import connection
+from django.db import connection, connections
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 PASSWORD = "correct-horse-battery-staple"
 
-# Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run
-# while one is open unless told it is safe (it is: the test thread never awaits).
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings() -> None:
+    # The live server answers each request on a thread of its own; persistent connections
+    # would outlive those threads and keep the test database from being dropped.
+    for alias in connections:
+        connections.settings[alias]["CONN_MAX_AGE"] = 0
+        connections[alias].settings_dict["CONN_MAX_AGE"] = 0
 
 
 @pytest.fixture(autouse=True)

@@ -51,7 +51,9 @@ def test_a_ruled_table_sets_the_tables_flag_on_its_page_only():
 
 
 def test_a_text_file_splits_pages_on_form_feeds_and_paragraphs_on_blank_lines():
-    text = "CHIEF COMPLAINT\nCough.\n\nHPI\nTwo weeks of cough.\n\f\nASSESSMENT AND PLAN\n1. Rest.\n\f"
+    text = (
+        "CHIEF COMPLAINT\nCough.\n\nHPI\nTwo weeks of cough.\n\f\nASSESSMENT AND PLAN\n1. Rest.\n\f"
+    )
     pages = extraction.extract_text_file(text)
     assert [p.paragraphs for p in pages] == [
         ["CHIEF COMPLAINT\nCough.", "HPI\nTwo weeks of cough."],

@@ -19,7 +19,7 @@ UPLOAD_URL = reverse("documents:upload")
 
 def upload(client: Any, *files: tuple[str, bytes]) -> Any:
     return client.post(
-        UPLOAD_URL, {"files": [SimpleUploadedFile(name, data) for name, data in files]}
+        UPLOAD_URL, {"documents": [SimpleUploadedFile(name, data) for name, data in files]}
     )
 
 
@@ -29,7 +29,7 @@ def stored_files(media_root: Path) -> list[Path]:
 
 def assert_refused(response: Any, message: str, media_root: Path) -> None:
     assert response.status_code == 400
-    assert response.context["form"].errors["files"] == [message]
+    assert response.context["form"].errors["documents"] == [message]
     assert message in response.content.decode()
     assert Document.objects.count() == 0
     assert Page.objects.count() == 0
@@ -144,7 +144,7 @@ def test_a_duplicate_upload_is_refused_and_names_the_first(
     response = upload(reviewer_client, ("again.pdf", pathology_pdf))
 
     assert response.status_code == 400
-    [message] = response.context["form"].errors["files"]
+    [message] = response.context["form"].errors["documents"]
     assert message.startswith("“again.pdf” was already uploaded on ")
     assert message.endswith(" as “first.pdf”.")
     assert Document.objects.get() == original
@@ -155,7 +155,7 @@ def test_too_many_files_at_once_are_refused(reviewer_client, settings):
     settings.UPLOAD_MAX_FILES = 2
     response = upload(reviewer_client, *[(f"n{i}.txt", f"note {i}".encode()) for i in range(3)])
     assert response.status_code == 400
-    assert response.context["form"].errors["files"] == [
+    assert response.context["form"].errors["documents"] == [
         "You chose 3 files; upload at most 2 at a time."
     ]
     assert Document.objects.count() == 0
@@ -164,7 +164,7 @@ def test_too_many_files_at_once_are_refused(reviewer_client, settings):
 def test_submitting_no_file_asks_for_one(reviewer_client):
     response = reviewer_client.post(UPLOAD_URL, {})
     assert response.status_code == 400
-    assert response.context["form"].errors["files"] == ["Choose at least one file to upload."]
+    assert response.context["form"].errors["documents"] == ["Choose at least one file to upload."]
 
 
 def test_in_a_mixed_batch_good_files_are_kept_and_bad_ones_listed(
@@ -177,7 +177,7 @@ def test_in_a_mixed_batch_good_files_are_kept_and_bad_ones_listed(
         ("note.txt", b"HPI: cough for two weeks."),
     )
     assert response.status_code == 400
-    assert response.context["form"].errors["files"] == [
+    assert response.context["form"].errors["documents"] == [
         "“bad.pdf” has a .pdf name but is not a PDF file. Upload the original PDF."
     ]
     body = response.content.decode()

@@ -70,9 +70,7 @@ class Command(BaseCommand):
             f"Generated text PDF: {pages} pages, {len(data) / 1024:.0f} KiB; best and median of "
             f"{repeat} runs each."
         )
-        header = (
-            f"{'method':<34}{'best p/s':>10}{'median p/s':>12}{'median s':>10}{'peak MiB':>10}"
-        )
+        header = f"{'method':<34}{'best p/s':>10}{'median p/s':>12}{'median s':>10}{'peak MiB':>10}"
         self.stdout.write(header)
         self.stdout.write("-" * len(header))
         cases: list[tuple[str, Callable[[bytes], int]]] = [

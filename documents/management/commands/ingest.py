@@ -52,9 +52,7 @@ class Command(BaseCommand):
                 check_size(
                     name=path.name, size=path.stat().st_size, max_bytes=settings.UPLOAD_MAX_BYTES
                 )
-                document = document_create(
-                    filename=path.name, content=path.read_bytes(), user=user
-                )
+                document = document_create(filename=path.name, content=path.read_bytes(), user=user)
             except UploadRefused as exc:
                 if exc.code == "duplicate":
                     duplicates += 1
@@ -70,7 +68,9 @@ class Command(BaseCommand):
         if jobs_run_inline():
             for document in created:
                 document.refresh_from_db()
-                line = f"{document.status:<9}{document.original_filename} ({document.page_count} p.)"
+                line = (
+                    f"{document.status:<9}{document.original_filename} ({document.page_count} p.)"
+                )
                 if document.status == Document.Status.FAILED:
                     failed += 1
                     line += f": {document.error}"

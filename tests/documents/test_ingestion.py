@@ -1,0 +1,205 @@
+"""Ingestion through both job paths, its failure handling and retries."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+from django.utils import timezone
+from rq import Queue
+
+from config.jobs import get_queue
+from documents import services, tasks
+from documents.extraction import ExtractionError
+from documents.models import Document, Page
+from documents.ocr import make_tesseract_engine
+from documents.pdfgen import image_pdf
+from tests.conftest import run_burst_worker
+
+# Real commits: ingestion is queued with transaction.on_commit, as in production.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+needs_tesseract = pytest.mark.skipif(
+    make_tesseract_engine() is None, reason="tesseract is not installed"
+)
+
+
+def test_inline_path_ingests_during_the_upload_request(reviewer_client, pathology_pdf, reviewer):
+    response = reviewer_client.post(
+        reverse("documents:upload"), {"documents": [SimpleUploadedFile("path.pdf", pathology_pdf)]}
+    )
+
+    assert response.status_code == 302
+    document = Document.objects.get()
+    assert document.status == Document.Status.READY
+    assert document.uploaded_by == reviewer
+    assert document.page_count == 3
+    assert document.ingest_attempts == 1
+    assert list(document.pages.values_list("number", flat=True)) == [1, 2, 3]
+    assert document.pages.get(number=1).paragraphs[0] == "SURGICAL PATHOLOGY REPORT"
+
+
+def test_rq_path_queues_after_commit_and_a_burst_worker_ingests(pathology_pdf, redis_url):
+    document = services.document_create(filename="path.pdf", content=pathology_pdf, user=None)
+
+    queue: Queue = get_queue()
+    assert queue.count == 1
+    assert queue.jobs[0].func_name == "documents.tasks.ingest_document"
+    assert queue.jobs[0].args == (str(document.pk),)
+    document.refresh_from_db()
+    assert document.status == Document.Status.UPLOADED
+    assert Page.objects.count() == 0
+
+    run_burst_worker(redis_url)
+
+    document.refresh_from_db()
+    assert document.status == Document.Status.READY
+    assert document.pages.count() == 3
+    assert queue.count == 0
+
+
+def test_the_same_ingest_job_run_twice_does_the_work_once(pathology_pdf, redis_url):
+    document = services.document_create(filename="path.pdf", content=pathology_pdf, user=None)
+    job = get_queue().jobs[0]
+    get_queue().enqueue(job.func_name, *job.args)  # a duplicate delivery
+
+    run_burst_worker(redis_url)
+
+    document.refresh_from_db()
+    assert document.status == Document.Status.READY
+    assert document.ingest_attempts == 1
+    assert document.pages.count() == 3
+    assert tasks.ingest_document(str(document.pk)) == "skipped"
+
+
+def test_a_failed_ingestion_keeps_the_file_and_can_be_retried(
+    pathology_pdf, monkeypatch, reviewer_client
+):
+    real_ingest = services.document_ingest
+
+    def broken(**kwargs):
+        raise ExtractionError("Page 2 of the PDF could not be read (it may be damaged).")
+
+    monkeypatch.setattr(services, "document_ingest", broken)
+    document = services.document_create(filename="path.pdf", content=pathology_pdf, user=None)
+    document.refresh_from_db()
+    assert document.status == Document.Status.FAILED
+    assert document.error == "Page 2 of the PDF could not be read (it may be damaged)."
+    assert Page.objects.count() == 0
+    with document.file.open("rb") as handle:
+        assert handle.read() == pathology_pdf
+
+    detail = reviewer_client.get(reverse("documents:detail", args=[document.pk]))
+    assert "Page 2 of the PDF could not be read" in detail.content.decode()
+    assert "Retry ingestion" in detail.content.decode()
+
+    monkeypatch.setattr(services, "document_ingest", real_ingest)
+    response = reviewer_client.post(reverse("documents:retry", args=[document.pk]))
+
+    assert response.status_code == 302
+    document.refresh_from_db()
+    assert document.status == Document.Status.READY
+    assert document.error == ""
+    assert document.ingest_attempts == 2
+    assert document.pages.count() == 3
+
+
+def test_an_unexpected_crash_is_recorded_as_a_failure_not_left_running(pathology_pdf, monkeypatch):
+    def crash(**kwargs):
+        raise RuntimeError("parser bug")
+
+    monkeypatch.setattr(services, "document_ingest", crash)
+    document = services.document_create(filename="path.pdf", content=pathology_pdf, user=None)
+    document.refresh_from_db()
+    assert document.status == Document.Status.FAILED
+    assert document.error == tasks.UNEXPECTED_FAILURE.format(id=document.pk)
+
+
+def test_an_ingestion_abandoned_by_a_dead_worker_can_be_retried(pathology_pdf, settings, redis_url):
+    document = services.document_create(filename="path.pdf", content=pathology_pdf, user=None)
+    assert services.document_claim_for_ingest(document_id=str(document.pk))
+    document.refresh_from_db()
+    assert not document.can_retry  # still fresh: a worker may be on it
+
+    Document.objects.filter(pk=document.pk).update(
+        ingest_started_at=timezone.now() - timedelta(seconds=settings.INGEST_STALE_SECONDS + 1)
+    )
+    document.refresh_from_db()
+    assert document.can_retry
+
+    settings.REDIS_URL = ""
+    assert services.document_retry(document=document)
+    document.refresh_from_db()
+    assert document.status == Document.Status.READY
+
+
+def test_an_unreachable_queue_fails_the_document_visibly_and_keeps_the_file(
+    pathology_pdf, settings, reviewer_client
+):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    response = reviewer_client.post(
+        reverse("documents:upload"), {"documents": [SimpleUploadedFile("path.pdf", pathology_pdf)]}
+    )
+
+    assert response.status_code == 302
+    document = Document.objects.get()
+    assert document.status == Document.Status.FAILED
+    assert document.error == services.QUEUE_UNREACHABLE
+    assert document.can_retry
+    with document.file.open("rb") as handle:
+        assert handle.read() == pathology_pdf
+
+
+def test_a_ready_document_cannot_be_retried(pathology_pdf, reviewer_client):
+    document = services.document_create(filename="path.pdf", content=pathology_pdf, user=None)
+    response = reviewer_client.post(reverse("documents:retry", args=[document.pk]), follow=True)
+    assert "This document is not waiting for a retry." in response.content.decode()
+    document.refresh_from_db()
+    assert document.ingest_attempts == 1
+
+
+@needs_tesseract
+def test_a_scanned_document_is_ocred_and_keeps_its_confidence():
+    scan = image_pdf(["PATHOLOGY REPORT", "FINAL DIAGNOSIS: Benign breast tissue."], pages=2)
+    document = services.document_create(filename="scan.pdf", content=scan, user=None)
+    document.refresh_from_db()
+
+    assert document.status == Document.Status.READY
+    assert document.quality == Document.Quality.OK
+    assert document.ocr_page_count == 2
+    assert document.ocr_confidence is not None and document.ocr_confidence > 0.8
+    methods = set(document.pages.values_list("extraction_method", flat=True))
+    assert methods == {Page.Method.OCR}
+    assert "FINAL DIAGNOSIS: Benign breast tissue." in document.pages.get(number=2).text
+
+
+@needs_tesseract
+def test_a_poor_scan_is_marked_and_the_user_told_to_upload_a_clearer_one(reviewer_client):
+    scan = image_pdf(["PATHOLOGY REPORT", "FINAL DIAGNOSIS: Benign."], noise=0.25)
+    document = services.document_create(filename="fax.pdf", content=scan, user=None)
+    document.refresh_from_db()
+
+    assert document.status == Document.Status.READY
+    assert document.quality == Document.Quality.LOW_OCR
+    assert document.ocr_confidence is not None and document.ocr_confidence < 0.6
+    assert document.quality_message.startswith(
+        "Text recognition on the scanned pages is unreliable (confidence "
+    )
+    assert document.quality_message.endswith(
+        "Upload a clearer scan: 300 dpi, straight, in good light, with dark text on a light "
+        "background."
+    )
+    listing = reviewer_client.get(reverse("documents:list")).content.decode()
+    assert "Needs a clearer scan" in listing
+
+
+def test_without_tesseract_a_scan_fails_with_an_operator_message(monkeypatch):
+    monkeypatch.setattr(services, "make_tesseract_engine", lambda **kwargs: None)
+    document = services.document_create(
+        filename="scan.pdf", content=image_pdf(["SCANNED PAGE"]), user=None
+    )
+    document.refresh_from_db()
+    assert document.status == Document.Status.FAILED
+    assert "OCR is not available on this server" in document.error

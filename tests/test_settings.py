@@ -1,0 +1,75 @@
+"""Settings from the environment: parsing, loud failures, and a clean deployment check."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import database_from_url, env_bool, env_int
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_postgres_url_becomes_a_psycopg_database():
+    db = database_from_url("postgres://vetted:p%40ss@db.internal:5433/vetted", base_dir="/srv")
+    assert db["ENGINE"] == "django.db.backends.postgresql"
+    assert (db["NAME"], db["USER"], db["PASSWORD"]) == ("vetted", "vetted", "p@ss")
+    assert (db["HOST"], db["PORT"]) == ("db.internal", "5433")
+
+
+def test_a_sqlite_url_is_relative_to_the_project_unless_absolute():
+    assert database_from_url("sqlite:///var/x.db", base_dir="/srv")["NAME"] == "/srv/var/x.db"
+    assert database_from_url("sqlite:////tmp/x.db", base_dir="/srv")["NAME"] == "/tmp/x.db"
+
+
+def test_an_unknown_database_scheme_fails_loudly():
+    with pytest.raises(ImproperlyConfigured, match="mysql"):
+        database_from_url("mysql://root@localhost/db", base_dir="/srv")
+
+
+def test_bad_booleans_and_numbers_fail_loudly(monkeypatch):
+    monkeypatch.setenv("DEBUG", "maybe")
+    with pytest.raises(ImproperlyConfigured, match="DEBUG='maybe' is not a boolean"):
+        env_bool("DEBUG")
+    monkeypatch.setenv("UPLOAD_MAX_MB", "lots")
+    with pytest.raises(ImproperlyConfigured, match="is not a whole number"):
+        env_int("UPLOAD_MAX_MB", 25)
+
+
+def run_manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "HTTPS"}}
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_check_deploy_is_clean_with_the_production_variables():
+    result = run_manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        env={
+            "SECRET_KEY": "p6^kq2!v9w#x8z$m1n@b4c7d0e3f6g9h2j5k8l1m4n7p0q3r6s9t",
+            "ALLOWED_HOSTS": "vetted.example.org",
+            "HTTPS": "1",
+        },
+    )
+    assert result.returncode == 0, result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_check_deploy_flags_the_development_defaults():
+    result = run_manage("check", "--deploy", "--fail-level", "WARNING", env={})
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr
