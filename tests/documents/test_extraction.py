@@ -61,7 +61,6 @@ def test_a_text_file_splits_pages_on_form_feeds_and_paragraphs_on_blank_lines():
     ]
 
 
-@pytest.mark.skipif(make_tesseract_engine() is None, reason="tesseract is not installed")
 def test_an_image_only_page_is_read_by_ocr_with_its_confidence():
     scan = image_pdf(
         [

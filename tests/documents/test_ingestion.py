@@ -14,16 +14,11 @@ from config.jobs import get_queue
 from documents import services, tasks
 from documents.extraction import ExtractionError
 from documents.models import Document, Page
-from documents.ocr import make_tesseract_engine
 from documents.pdfgen import image_pdf
 from tests.conftest import run_burst_worker
 
 # Real commits: ingestion is queued with transaction.on_commit, as in production.
 pytestmark = pytest.mark.django_db(transaction=True)
-
-needs_tesseract = pytest.mark.skipif(
-    make_tesseract_engine() is None, reason="tesseract is not installed"
-)
 
 
 def test_inline_path_ingests_during_the_upload_request(reviewer_client, pathology_pdf, reviewer):
@@ -160,7 +155,6 @@ def test_a_ready_document_cannot_be_retried(pathology_pdf, reviewer_client):
     assert document.ingest_attempts == 1
 
 
-@needs_tesseract
 def test_a_scanned_document_is_ocred_and_keeps_its_confidence():
     scan = image_pdf(["PATHOLOGY REPORT", "FINAL DIAGNOSIS: Benign breast tissue."], pages=2)
     document = services.document_create(filename="scan.pdf", content=scan, user=None)
@@ -175,7 +169,6 @@ def test_a_scanned_document_is_ocred_and_keeps_its_confidence():
     assert "FINAL DIAGNOSIS: Benign breast tissue." in document.pages.get(number=2).text
 
 
-@needs_tesseract
 def test_a_poor_scan_is_marked_and_the_user_told_to_upload_a_clearer_one(reviewer_client):
     scan = image_pdf(["PATHOLOGY REPORT", "FINAL DIAGNOSIS: Benign."], noise=0.25)
     document = services.document_create(filename="fax.pdf", content=scan, user=None)
