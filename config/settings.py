@@ -162,3 +162,19 @@ LOGGING = {
 
 # Tesseract uses OpenMP; one thread per page keeps N workers from oversubscribing the cores.
 os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+
+# Reliability engine.
+RELIABILITY_PRESET = env_str("RELIABILITY_PRESET", "clinical")
+AUTO_CLASSIFY = env_bool("AUTO_CLASSIFY", True)  # start a run when ingestion finishes
+GEMINI_MODEL = env_str("GEMINI_MODEL", "gemini-2.5-flash")
+GOOGLE_GENAI_USE_VERTEXAI = env_bool("GOOGLE_GENAI_USE_VERTEXAI", False)
+GOOGLE_CLOUD_PROJECT = env_str("GOOGLE_CLOUD_PROJECT")
+GOOGLE_CLOUD_LOCATION = env_str("GOOGLE_CLOUD_LOCATION", "us-central1")
+GEMINI_BASE_URL = env_str("GEMINI_BASE_URL")  # a proxy or, in tests, a local stub server
+LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0)
+LLM_MAX_TRANSPORT_RETRIES = env_int("LLM_MAX_TRANSPORT_RETRIES", 4, minimum=0)
+LLM_BACKOFF_BASE_SECONDS = env_float("LLM_BACKOFF_BASE_SECONDS", 1.0)
+LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 4, minimum=1)
+# A run claimed this long ago and still "running" lost its worker: it is retried or failed.
+RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 15 * 60, minimum=30)
+RUN_MAX_JOB_TRIES = env_int("RUN_MAX_JOB_TRIES", 3, minimum=1)

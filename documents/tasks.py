@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
+
 from documents import services
 from documents.extraction import ExtractionError
 from documents.models import Document
@@ -35,4 +37,8 @@ def ingest_document(document_id: str) -> str:
             document_id=document_id, message=UNEXPECTED_FAILURE.format(id=document_id)
         )
         return "failed"
+    if settings.AUTO_CLASSIFY:
+        from reliability.services import run_start
+
+        run_start(document=document)
     return "ready"

@@ -1,1 +1,139 @@
-"""Runs, attempts and issues of the reliability engine (built in the reliability issue)."""
+"""Runs of the reliability engine: each run has attempts, each attempt has issues."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+
+    class FinalDecision(models.TextChoices):
+        AUTO_ACCEPT = "AUTO_ACCEPT", "Auto-accepted"
+        ESCALATE_TO_SME = "ESCALATE_TO_SME", "Escalated to a clinician"
+
+    document = models.ForeignKey(
+        "documents.Document", on_delete=models.CASCADE, related_name="runs"
+    )
+    preset = models.CharField(max_length=16)
+    config = models.JSONField(default=dict)
+    classifier = models.CharField(max_length=32)
+    model = models.CharField(max_length=64, blank=True)
+    prompt_version = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    final_decision = models.CharField(max_length=20, choices=FinalDecision.choices, blank=True)
+    attempts_count = models.PositiveIntegerField(default=0)
+    best_attempt_number = models.PositiveIntegerField(null=True, blank=True)
+    stopped_reason = models.CharField(max_length=200, blank=True)
+    llm_calls = models.PositiveIntegerField(default=0)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    llm_seconds = models.FloatField(default=0.0)
+    llm_log = models.JSONField(default=list, blank=True)  # per call: operation, tokens, latency
+    skipped_checks = models.JSONField(default=list, blank=True)
+    duration_seconds = models.FloatField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    job_tries = models.PositiveIntegerField(default=0)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["status", "claimed_at"]),
+            models.Index(fields=["document", "-created_at"]),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=["pending", "running", "completed", "failed"]),
+                name="run_status_valid",
+            ),
+            # An accepted or escalated run is a completed run, and only a completed run.
+            models.CheckConstraint(
+                condition=models.Q(
+                    status="completed", final_decision__in=["AUTO_ACCEPT", "ESCALATE_TO_SME"]
+                )
+                | (~models.Q(status="completed") & models.Q(final_decision="")),
+                name="run_decision_only_when_completed",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Run {self.pk} of {self.document_id} ({self.status})"
+
+    def lease_expired(self, *, now: datetime | None = None) -> bool:
+        if self.status != self.Status.RUNNING or self.claimed_at is None:
+            return False
+        now = now or timezone.now()
+        return now - self.claimed_at > timedelta(seconds=settings.RUN_LEASE_SECONDS)
+
+
+class Attempt(models.Model):
+    class Source(models.TextChoices):
+        CLASSIFIER = "classifier", "Classifier"
+        AUTOFIX = "autofix", "Auto-fix"
+        REASK = "reask", "Re-ask with feedback"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="attempts")
+    number = models.PositiveIntegerField()
+    source = models.CharField(max_length=16, choices=Source.choices)
+    classification = models.JSONField()
+    fingerprint = models.CharField(max_length=32)
+    fixes_applied = models.JSONField(default=list, blank=True)
+    decision = models.CharField(max_length=20)
+    decision_rule = models.CharField(max_length=64)
+    decision_trace = models.JSONField(default=list)
+    feedback = models.TextField(blank=True)
+    grounding = models.JSONField(default=list, blank=True)  # V4 spans per evidence snippet
+    quality_score = models.FloatField(default=1.0)
+    llm_calls = models.PositiveIntegerField(default=0)
+    duration_seconds = models.FloatField(default=0.0)
+    verification_seconds = models.FloatField(default=0.0)
+    note = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "number"], name="attempt_unique_number")
+        ]
+
+    def __str__(self) -> str:
+        return f"Attempt {self.number} of run {self.run_id}"
+
+
+class Issue(models.Model):
+    class Severity(models.TextChoices):
+        BLOCKER = "BLOCKER", "Blocker"
+        MAJOR = "MAJOR", "Major"
+        MINOR = "MINOR", "Minor"
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="issues")
+    issue_id = models.CharField(max_length=16)  # V1-0001
+    agent = models.CharField(max_length=4)
+    severity = models.CharField(max_length=8, choices=Severity.choices)
+    severity_rank = models.PositiveSmallIntegerField()  # 0 BLOCKER, 1 MAJOR, 2 MINOR
+    code = models.CharField(max_length=48)
+    message = models.TextField()
+    location = models.CharField(max_length=200, blank=True)
+    suggested_fix = models.TextField(blank=True)
+    auto_fixable = models.BooleanField(default=False)
+    llm_fixable = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["attempt", "severity_rank", "issue_id"]
+
+    def __str__(self) -> str:
+        return f"{self.issue_id} {self.severity}: {self.message[:60]}"

@@ -1,0 +1,122 @@
+"""Find an evidence snippet in page text, deterministically.
+
+Both texts are normalised the same way (ligatures expanded, hyphenation at line ends joined,
+case folded, runs of whitespace made one space) while keeping a map back to the original
+characters, so a match is reported as a span of the page text as stored. Exact search comes
+first; fuzzy alignment (rapidfuzz) with a coverage threshold catches OCR noise.
+
+Pure module: no Django.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from rapidfuzz import fuzz
+
+LIGATURES = {
+    "\ufb00": "ff",
+    "\ufb01": "fi",
+    "\ufb02": "fl",
+    "\ufb03": "ffi",
+    "\ufb04": "ffl",
+    "\ufb05": "st",
+    "\ufb06": "st",
+}
+_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2212"
+_QUOTES = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'}
+_LINE_END_HYPHEN = re.compile(r"(?<=\w)-[ \t]*\r?\n[ \t]*(?=\w)")
+
+_DIGITS = re.compile(r"\d+")
+
+FUZZY_MIN_SCORE = 90.0  # rapidfuzz partial ratio, 0..100
+FUZZY_MIN_LENGTH = 12  # shorter snippets must match exactly
+
+
+@dataclass(frozen=True)
+class Normalised:
+    text: str
+    offsets: list[int]  # offsets[i] = index in the original of normalised char i
+
+
+def normalise(original: str) -> Normalised:
+    chars: list[str] = []
+    offsets: list[int] = []
+    # Hyphenation at a line end: "carci-\nnoma" reads as "carcinoma".
+    joins = {m.start(): m.end() for m in _LINE_END_HYPHEN.finditer(original)}
+    i = 0
+    pending_space = False
+    while i < len(original):
+        if i in joins:
+            i = joins[i]
+            continue
+        char = original[i]
+        expanded = LIGATURES.get(char)
+        if expanded is None:
+            char = _QUOTES.get(char, char)
+            if char in _DASHES:
+                char = "-"
+            expanded = unicodedata.normalize("NFKC", char)
+        if expanded.isspace() or not expanded:
+            pending_space = bool(chars)
+            i += 1
+            continue
+        if pending_space:
+            chars.append(" ")
+            offsets.append(i)
+            pending_space = False
+        for piece in expanded.casefold():
+            chars.append(piece)
+            offsets.append(i)
+        i += 1
+    return Normalised("".join(chars), offsets)
+
+
+@dataclass(frozen=True)
+class Match:
+    start: int  # span in the original page text
+    end: int
+    score: float  # 100 for exact
+    method: str  # "exact" | "fuzzy"
+
+
+def _span(page: Normalised, start: int, end: int, original_length: int) -> tuple[int, int]:
+    if end <= start:
+        return (page.offsets[start] if start < len(page.offsets) else original_length,) * 2
+    return page.offsets[start], page.offsets[end - 1] + 1
+
+
+def find_snippet(
+    snippet: str, page_text: str, *, page_norm: Normalised | None = None
+) -> Match | None:
+    """Where ``snippet`` occurs in ``page_text``, or None."""
+    needle = normalise(snippet).text
+    if not needle:
+        return None
+    page = page_norm or normalise(page_text)
+    index = page.text.find(needle)
+    if index >= 0:
+        start, end = _span(page, index, index + len(needle), len(page_text))
+        return Match(start, end, 100.0, "exact")
+    if len(needle) < FUZZY_MIN_LENGTH or not page.text:
+        return None
+    alignment = fuzz.partial_ratio_alignment(needle, page.text, score_cutoff=FUZZY_MIN_SCORE)
+    if alignment is None:
+        return None
+    # Coverage: the aligned stretch of the page must be about as long as the snippet.
+    covered = alignment.dest_end - alignment.dest_start
+    if covered < 0.9 * len(needle):
+        return None
+    # OCR noise may bend letters, never numbers: "grade 3" is not grounded by "grade 2".
+    matched = page.text[alignment.dest_start : alignment.dest_end]
+    if _DIGITS.findall(needle) != _DIGITS.findall(matched):
+        return None
+    start, end = _span(page, alignment.dest_start, alignment.dest_end, len(page_text))
+    return Match(start, end, round(alignment.score, 1), "fuzzy")
+
+
+def contains_term(term: str, page_norm: Normalised) -> bool:
+    needle = normalise(term).text
+    return bool(needle) and needle in page_norm.text

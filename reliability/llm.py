@@ -1,0 +1,430 @@
+"""The LLM layer: the only module that imports google.genai.
+
+Three retry layers with separate budgets (see CONVENTIONS.md): transport errors (429, 5xx,
+timeouts, connection errors) retry here with exponential backoff and jitter, bounded; a response
+that does not fit the schema is re-asked once with the validation error; verification retries
+belong to the orchestrator. Every call is accounted (tokens, latency, outcome).
+
+On top of ``generate`` sit the evaluation operations used by checks and extraction: ``filter``,
+``score``, ``extract``, ``extract_fields`` and their ``*_batch`` forms. Each result carries
+``value``, ``confidence``, optional ``reasoning`` and ``error``: value None without an error
+means "not present in the source"; value None with an error means the operation failed.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, Field, ValidationError, create_model
+
+from reliability.schemas import DISPLAY_NAMES, ClassificationOutput
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+
+CONFIDENCE_RUBRIC = (
+    "Confidence rubric (use it for every confidence you give): 0.9-1.0 the source states it "
+    "explicitly; 0.7-0.89 strong inference from the source; 0.4-0.69 weak inference; below "
+    "0.4 the source does not give enough to say."
+)
+RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+class LLMError(Exception):
+    """An LLM call failed for good (after its retries)."""
+
+
+class LLMTransportError(LLMError):
+    pass
+
+
+class LLMSchemaError(LLMError):
+    pass
+
+
+@dataclass
+class CallRecord:
+    operation: str
+    model: str
+    ok: bool
+    tries: int
+    reasked: bool
+    tokens_in: int
+    tokens_out: int
+    seconds: float
+    error: str = ""
+
+
+class GeminiClient:
+    """Gemini through google-genai with structured output (response_schema = a pydantic model).
+
+    API-key mode by default; Vertex AI mode with ``vertexai=True`` and project/location.
+    ``base_url`` points the real client at a proxy or, in tests, at a local stub server.
+    """
+
+    name = "gemini"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str | None = None,
+        vertexai: bool = False,
+        project: str | None = None,
+        location: str | None = None,
+        base_url: str | None = None,
+        timeout_seconds: float = 60.0,
+        max_transport_retries: int = 4,
+        backoff_base_seconds: float = 1.0,
+        backoff_max_seconds: float = 30.0,
+        max_concurrency: int = 4,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        from google import genai
+        from google.genai import types
+
+        http_options = types.HttpOptions(
+            base_url=base_url or None,
+            timeout=int(timeout_seconds * 1000),
+            retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours, below
+        )
+        if vertexai:
+            self._client = genai.Client(
+                vertexai=True, project=project, location=location, http_options=http_options
+            )
+        else:
+            if not api_key:
+                raise LLMError("GEMINI_API_KEY is not set.")
+            self._client = genai.Client(api_key=api_key, http_options=http_options)
+        self._types = types
+        self.model = model
+        self.max_transport_retries = max_transport_retries
+        self.backoff_base = backoff_base_seconds
+        self.backoff_max = backoff_max_seconds
+        self.max_concurrency = max_concurrency
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self.calls: list[CallRecord] = []
+
+    # -- accounting ---------------------------------------------------------------------------
+
+    def _record(self, record: CallRecord) -> None:
+        with self._lock:
+            self.calls.append(record)
+
+    def usage(self) -> dict[str, Any]:
+        with self._lock:
+            calls = list(self.calls)
+        return {
+            "calls": len(calls),
+            "tokens_in": sum(c.tokens_in for c in calls),
+            "tokens_out": sum(c.tokens_out for c in calls),
+            "seconds": round(sum(c.seconds for c in calls), 3),
+            "log": [asdict(c) for c in calls],
+        }
+
+    # -- transport ----------------------------------------------------------------------------
+
+    def _backoff(self, attempt: int) -> float:
+        ceiling = min(self.backoff_max, self.backoff_base * (2**attempt))
+        return random.uniform(ceiling / 2, ceiling)  # exponential, with jitter
+
+    def _is_retryable(self, exc: Exception) -> bool:
+        import httpx
+        from google.genai import errors
+
+        if isinstance(exc, errors.APIError):
+            return exc.code in RETRYABLE_STATUS
+        return isinstance(exc, httpx.TimeoutException | httpx.TransportError)
+
+    def _send(self, *, prompt: str, schema: type[BaseModel], system: str) -> tuple[Any, int]:
+        config = self._types.GenerateContentConfig(
+            system_instruction=system,
+            response_mime_type="application/json",
+            response_schema=schema,
+            temperature=0.0,
+        )
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                response = self._client.models.generate_content(
+                    model=self.model, contents=prompt, config=config
+                )
+                return response, tries
+            except Exception as exc:
+                if not self._is_retryable(exc) or tries > self.max_transport_retries:
+                    raise LLMTransportError(_describe(exc, tries)) from exc
+                delay = self._backoff(tries - 1)
+                logger.warning(
+                    "LLM transport error (%s); retry %s in %.1fs", type(exc).__name__, tries, delay
+                )
+                self._sleep(delay)
+
+    # -- structured generation ----------------------------------------------------------------
+
+    def generate(
+        self, *, prompt: str, schema: type[T], system: str = "", operation: str = "generate"
+    ) -> T:
+        """One structured call. Raises LLMTransportError or LLMSchemaError when it fails."""
+        system = f"{system}\n\n{CONFIDENCE_RUBRIC}".strip()
+        started = time.perf_counter()
+        tokens_in = tokens_out = tries = 0
+        reasked = False
+        current_prompt = prompt
+        try:
+            for round_ in range(2):
+                response, used = self._send(prompt=current_prompt, schema=schema, system=system)
+                tries += used
+                usage = getattr(response, "usage_metadata", None)
+                tokens_in += getattr(usage, "prompt_token_count", 0) or 0
+                tokens_out += getattr(usage, "candidates_token_count", 0) or 0
+                text = response.text or ""
+                try:
+                    result = schema.model_validate_json(text)
+                except ValidationError as exc:
+                    if round_ == 1:
+                        raise LLMSchemaError(
+                            f"the response did not fit the {schema.__name__} schema after one "
+                            f"re-ask ({exc.error_count()} error(s))"
+                        ) from exc
+                    reasked = True
+                    current_prompt = (
+                        f"{prompt}\n\n--- YOUR PREVIOUS RESPONSE WAS INVALID ---\n"
+                        f"It did not match the required JSON schema:\n{_brief(exc)}\n"
+                        "Answer again with JSON that matches the schema exactly."
+                    )
+                    continue
+                self._record(
+                    CallRecord(
+                        operation,
+                        self.model,
+                        True,
+                        tries,
+                        reasked,
+                        tokens_in,
+                        tokens_out,
+                        round(time.perf_counter() - started, 3),
+                    )
+                )
+                return result
+        except LLMError as exc:
+            self._record(
+                CallRecord(
+                    operation,
+                    self.model,
+                    False,
+                    tries,
+                    reasked,
+                    tokens_in,
+                    tokens_out,
+                    round(time.perf_counter() - started, 3),
+                    str(exc),
+                )
+            )
+            raise
+        raise AssertionError("unreachable")
+
+    # -- evaluation operations ----------------------------------------------------------------
+
+    def filter(self, *, question: str, text: str) -> EvalResult:
+        return self._evaluate("filter", _FilterAnswer, question, text)
+
+    def score(self, *, question: str, text: str, low: float = 0.0, high: float = 1.0) -> EvalResult:
+        result = self._evaluate(
+            "score",
+            _ScoreAnswer,
+            f"{question} Answer with a number from {low} to {high}, "
+            "and the interval you are confident it lies in.",
+            text,
+        )
+        if result.value is not None and not low <= float(result.value) <= high:
+            return EvalResult(
+                value=None, confidence=0.0, error=f"score {result.value} outside {low}..{high}"
+            )
+        return result
+
+    def extract(
+        self,
+        *,
+        question: str,
+        text: str,
+        kind: Literal["text", "number", "boolean", "enum"] = "text",
+        options: Sequence[str] = (),
+    ) -> EvalResult:
+        value_type: Any = {
+            "text": str,
+            "number": float,
+            "boolean": bool,
+            "enum": Literal[tuple(options)] if options else str,
+        }[kind]
+        schema = create_model(
+            f"Extract{kind.title()}",
+            value=(value_type | None, Field(description="None when the source does not say.")),
+            confidence=(float, ...),
+            reasoning=(str, ""),
+        )
+        return self._evaluate("extract", schema, question, text)
+
+    def extract_fields(
+        self, *, fields: dict[str, str], text: str, instructions: str = ""
+    ) -> EvalResult:
+        """``fields`` maps field name to its description; value is a dict of field results."""
+        definitions: dict[str, Any] = {
+            name: (_FieldValue, Field(description=desc)) for name, desc in fields.items()
+        }
+        schema = create_model("ExtractedFields", **definitions)
+        prompt = (
+            f"Extract these fields from the source. For each give value (None if the source "
+            f"does not contain it), status, confidence and the verbatim source snippet.\n"
+            f"{instructions}\n\nSOURCE:\n{text}"
+        )
+        try:
+            answer = self.generate(prompt=prompt, schema=schema, operation="extract_fields")
+        except LLMError as exc:
+            return EvalResult(value=None, confidence=0.0, error=str(exc))
+        values = answer.model_dump()
+        found = [v["confidence"] for v in values.values() if v["value"] is not None]
+        return EvalResult(value=values, confidence=min(found) if found else 0.0)
+
+    def filter_batch(self, items: Sequence[dict[str, str]]) -> list[EvalResult]:
+        return self._batch(lambda item: self.filter(**item), items)
+
+    def score_batch(self, items: Sequence[dict[str, Any]]) -> list[EvalResult]:
+        return self._batch(lambda item: self.score(**item), items)
+
+    def extract_batch(self, items: Sequence[dict[str, Any]]) -> list[EvalResult]:
+        return self._batch(lambda item: self.extract(**item), items)
+
+    def extract_fields_batch(self, items: Sequence[dict[str, Any]]) -> list[EvalResult]:
+        return self._batch(lambda item: self.extract_fields(**item), items)
+
+    def _batch(self, func: Callable[[Any], EvalResult], items: Sequence[Any]) -> list[EvalResult]:
+        """Bounded concurrency; results in input order."""
+        with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
+            return list(pool.map(func, items))
+
+    def _evaluate(
+        self, operation: str, schema: type[BaseModel], question: str, text: str
+    ) -> EvalResult:
+        prompt = f"QUESTION: {question}\n\nSOURCE:\n{text}"
+        try:
+            answer = self.generate(
+                prompt=prompt,
+                schema=schema,
+                operation=operation,
+                system="You answer questions about clinical documents from the source text only.",
+            )
+        except LLMError as exc:
+            return EvalResult(value=None, confidence=0.0, error=str(exc))
+        data = answer.model_dump()
+        return EvalResult(
+            value=data.get("value"),
+            confidence=float(data.get("confidence", 0)),
+            reasoning=data.get("reasoning") or None,
+            interval=data.get("interval"),
+        )
+
+
+class EvalResult(BaseModel):
+    value: Any = None
+    confidence: float = 0.0
+    reasoning: str | None = None
+    error: str | None = None
+    interval: list[float] | None = None
+
+
+class _FieldValue(BaseModel):
+    value: str | None = None
+    status: Literal["found", "not_present", "ambiguous"] = "not_present"
+    confidence: float = 0.0
+    snippet: str = ""
+
+
+class _FilterAnswer(BaseModel):
+    value: bool
+    confidence: float
+    reasoning: str = ""
+
+
+class _ScoreAnswer(BaseModel):
+    value: float | None
+    interval: list[float] | None = None
+    confidence: float
+    reasoning: str = ""
+
+
+def _brief(exc: ValidationError) -> str:
+    return "\n".join(f"- {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:10])
+
+
+def _describe(exc: Exception, tries: int) -> str:
+    code = getattr(exc, "code", None)
+    kind = f"HTTP {code}" if code else type(exc).__name__
+    return f"{kind} after {tries} attempt(s)"
+
+
+# -- the primary classifier -------------------------------------------------------------------
+
+PROMPT_VERSION = "classify-2026.11.1"
+
+SYSTEM_PROMPT = f"""You classify clinical documents for a hospital. Types:
+{", ".join(f"{k} ({v})" for k, v in DISPLAY_NAMES.items())}.
+Presence levels: PRIMARY (the segment is this type), EMBEDDED_RAW (a copy of such a report is
+inside the segment), MENTION_ONLY (the type is only referred to), NO_EVIDENCE.
+Split the document into segments of consecutive pages that form one document each. For every
+segment give an assessment for every one of the five types; shares of a segment sum to 1; the
+document mixture gives every type's overall share (summing to 1). Evidence snippets must be
+copied verbatim from the page they cite (page numbers are 1-based); never paraphrase. Do not use
+headers or footers (page numbers, fax banners, MRN, dates of birth) as evidence. Forms,
+requisitions, cover sheets and routine lab panels are "other"."""
+
+
+class GeminiClassifier:
+    name = "gemini"
+    prompt_version = PROMPT_VERSION
+
+    def __init__(self, client: GeminiClient) -> None:
+        self.client = client
+
+    @property
+    def model(self) -> str:
+        return self.client.model
+
+    def classify(self, pages: list[str], feedback: str | None = None) -> ClassificationOutput:
+        body = "\n\n".join(f"=== PAGE {n} ===\n{text}" for n, text in enumerate(pages, start=1))
+        prompt = f"The document has {len(pages)} page(s).\n\n{body}"
+        if feedback:
+            prompt += f"\n\n{feedback}"
+        return self.client.generate(
+            prompt=prompt, schema=ClassificationOutput, system=SYSTEM_PROMPT, operation="classify"
+        )
+
+
+def client_from_settings(settings: Any, **overrides: Any) -> GeminiClient | None:
+    """The configured client, or None when no key (nor Vertex settings) is configured."""
+    vertex = bool(settings.GOOGLE_GENAI_USE_VERTEXAI and settings.GOOGLE_CLOUD_PROJECT)
+    if not (settings.GEMINI_API_KEY or vertex):
+        return None
+    options: dict[str, Any] = dict(
+        model=settings.GEMINI_MODEL,
+        api_key=settings.GEMINI_API_KEY or None,
+        vertexai=vertex,
+        project=settings.GOOGLE_CLOUD_PROJECT or None,
+        location=settings.GOOGLE_CLOUD_LOCATION,
+        base_url=settings.GEMINI_BASE_URL or None,
+        timeout_seconds=settings.LLM_TIMEOUT_SECONDS,
+        max_transport_retries=settings.LLM_MAX_TRANSPORT_RETRIES,
+        backoff_base_seconds=settings.LLM_BACKOFF_BASE_SECONDS,
+        max_concurrency=settings.LLM_MAX_CONCURRENCY,
+    )
+    options.update(overrides)
+    return GeminiClient(**options)

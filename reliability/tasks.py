@@ -1,0 +1,23 @@
+"""RQ entry points for the reliability engine. Jobs take ids; Postgres is the source of truth."""
+
+from __future__ import annotations
+
+import logging
+
+from reliability import services
+
+logger = logging.getLogger(__name__)
+
+
+def execute_run(run_id: int) -> str:
+    """Classify and verify one document. Running it twice creates no second run or packet."""
+    services.recover_stale_runs()  # cheap, indexed: any live worker rescues lost runs
+    try:
+        run = services.run_execute(run_id=run_id)
+    except Exception:
+        logger.exception("run %s crashed", run_id)
+        services.run_fail(run_id=run_id, message="The run failed unexpectedly; see the log.")
+        return "failed"
+    if run is None:
+        return "skipped"
+    return run.status

@@ -1,0 +1,176 @@
+"""V3 domain traps: rule lists are data (rules/v3_domain.json, versioned)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from reliability.grounding import contains_term
+from reliability.schemas import (
+    REPORT_TYPES,
+    ClassificationOutput,
+    DocType,
+    Issue,
+    Presence,
+    Severity,
+)
+from reliability.verifiers.context import DocumentContext
+
+AGENT = "V3"
+RULES_PATH = Path(__file__).resolve().parent.parent / "rules" / "v3_domain.json"
+LLM_PHASE = "V3 contextual check (LLM)"
+LLM_CONTEXT_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class DomainRules:
+    version: str
+    routine_lab_vendors: tuple[str, ...]
+    genomic_vendors: tuple[str, ...]
+    administrative_keywords: tuple[str, ...]
+    header_footer: tuple[re.Pattern[str], ...]
+
+
+@lru_cache(maxsize=1)
+def load_rules(path: Path = RULES_PATH) -> DomainRules:
+    data = json.loads(path.read_text())
+    return DomainRules(
+        version=data["version"],
+        routine_lab_vendors=tuple(data["routine_lab_vendors"]["names"]),
+        genomic_vendors=tuple(data["genomic_vendors"]["names"]),
+        administrative_keywords=tuple(data["administrative_keywords"]["phrases"]),
+        header_footer=tuple(
+            re.compile(r, re.IGNORECASE) for r in data["header_footer_patterns"]["regexes"]
+        ),
+    )
+
+
+def _issue(
+    severity: Severity, code: str, message: str, location: str, fix: str, llm: bool = False
+) -> Issue:
+    return Issue(
+        agent=AGENT,
+        severity=severity,
+        code=code,
+        message=message,
+        location=location,
+        suggested_fix=fix,
+        llm_fixable=llm,
+    )
+
+
+def verify_rules(
+    output: ClassificationOutput, context: DocumentContext, rules: DomainRules | None = None
+) -> list[Issue]:
+    rules = rules or load_rules()
+    issues: list[Issue] = []
+    for i, segment in enumerate(output.segments):
+        pages = range(max(segment.start_page, 1), min(segment.end_page, context.page_count) + 1)
+        norm = [context.normalised[p - 1] for p in pages]
+
+        def found(terms: tuple[str, ...], norm: list[Any] = norm) -> list[str]:
+            return [t for t in terms if any(contains_term(t, n) for n in norm)]
+
+        genomic = segment.assessment(DocType.GENOMIC)
+        if genomic is not None and genomic.presence_level == Presence.PRIMARY:
+            routine = found(rules.routine_lab_vendors)
+            if routine and not found(rules.genomic_vendors):
+                issues.append(
+                    _issue(
+                        Severity.BLOCKER,
+                        "routine_lab_genomic",
+                        f"Segment {i + 1} is genomic PRIMARY on the paper of a routine lab "
+                        f"({', '.join(routine)}), with no sequencing vendor named.",
+                        f"segments[{i}].types.genomic",
+                        "Routine lab panels are not genomic reports: check the type.",
+                        llm=True,
+                    )
+                )
+
+        reports = [
+            t.type.value
+            for t in segment.types
+            if t.type in REPORT_TYPES and t.presence_level == Presence.PRIMARY
+        ]
+        admin = found(rules.administrative_keywords)
+        if reports and admin:
+            issues.append(
+                _issue(
+                    Severity.BLOCKER,
+                    "administrative_with_report",
+                    f"Segment {i + 1} is {', '.join(reports)} PRIMARY but reads like paperwork "
+                    f"({', '.join(admin)}).",
+                    f"segments[{i}].dominant_type",
+                    "Forms, requisitions and cover sheets are 'other'; check the type.",
+                    llm=True,
+                )
+            )
+
+        for t in segment.types:
+            for k, evidence in enumerate(t.top_evidence):
+                if any(p.search(evidence.snippet) for p in rules.header_footer):
+                    issues.append(
+                        _issue(
+                            Severity.MINOR,
+                            "header_footer_evidence",
+                            f"Evidence for {t.type.value} in segment {i + 1} is header or footer "
+                            "text, which proves nothing about the type.",
+                            f"segments[{i}].types.{t.type.value}.top_evidence[{k}]",
+                            "Quote the body of the page instead.",
+                            llm=True,
+                        )
+                    )
+    return issues
+
+
+def verify_llm(output: ClassificationOutput, context: DocumentContext) -> list[Issue]:
+    llm: Any = context.llm
+    head = "\n\n".join(context.pages)[:LLM_CONTEXT_CHARS]
+    result = llm.filter(
+        question=(
+            f"The document below was classified as {output.dominant_type_overall.value}. Is it "
+            "a routine lab panel, a form, a requisition, a cover sheet or other paperwork "
+            "rather than a clinical report or note of that type?"
+        ),
+        text=head,
+    )
+    if result.error:
+        return [
+            _issue(
+                Severity.MAJOR,
+                "llm_check_failed",
+                f"The contextual check could not run: {result.error}",
+                "dominant_type_overall",
+                "A clinician should confirm the type.",
+            )
+        ]
+    if result.value is True and result.confidence >= 0.7:
+        return [
+            _issue(
+                Severity.MAJOR,
+                "contextual_trap",
+                f"The document looks like paperwork or a routine panel: "
+                f"{result.reasoning or 'no reason given'}",
+                "dominant_type_overall",
+                "Re-read the document and correct its type.",
+                llm=True,
+            )
+        ]
+    return []
+
+
+def verify(output: ClassificationOutput, context: DocumentContext) -> list[Issue]:
+    issues = verify_rules(output, context)
+    if context.llm is None:
+        context.skipped.append(f"{LLM_PHASE}: no LLM configured")
+    else:
+        issues.extend(verify_llm(output, context))
+    return issues
+
+
+def domain_rules_version() -> str:
+    return load_rules().version

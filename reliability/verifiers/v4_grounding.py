@@ -1,0 +1,147 @@
+"""V4 evidence grounding: every snippet must be found on the page it claims.
+
+Deterministic (see reliability.grounding); an LLM is never needed to detect fabrication.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from reliability.grounding import contains_term, find_snippet
+from reliability.schemas import ClassificationOutput, Issue, Severity
+from reliability.verifiers.context import DocumentContext
+
+AGENT = "V4"
+GENERIC_SNIPPET = re.compile(
+    r"^\W*(see (the )?(attached|above|below|report|previous|enclosed)\b.*|as above|n/?a|none|"
+    r"not applicable|unknown|document|report|page \d+|\.\.\.)\W*$",
+    re.IGNORECASE,
+)
+GENERIC_MIN_CHARS = 8
+HIGH_CONFIDENCE = 0.7
+
+
+@dataclass
+class GroundingReport:
+    issues: list[Issue]
+    matches: list[dict[str, Any]] = field(default_factory=list)
+    quality_score: float = 1.0
+
+
+def quality_score(issues: list[Issue]) -> float:
+    counts = {s: sum(1 for i in issues if i.severity == s) for s in Severity}
+    score = 1 - 0.30 * counts[Severity.BLOCKER] - 0.15 * counts[Severity.MAJOR]
+    return round(max(0.0, score - 0.05 * counts[Severity.MINOR]), 4)
+
+
+def verify(output: ClassificationOutput, context: DocumentContext) -> GroundingReport:
+    issues: list[Issue] = []
+    matches: list[dict[str, Any]] = []
+    for i, segment in enumerate(output.segments):
+        for t in segment.types:
+            for k, evidence in enumerate(t.top_evidence):
+                where = f"segments[{i}].types.{t.type.value}.top_evidence[{k}]"
+                record: dict[str, Any] = {
+                    "location": where,
+                    "page": evidence.page,
+                    "snippet": evidence.snippet,
+                    "found": False,
+                    "found_page": None,
+                    "start": None,
+                    "end": None,
+                    "score": None,
+                    "method": None,
+                }
+                matches.append(record)
+                snippet = evidence.snippet.strip()
+                generic = len(snippet) < GENERIC_MIN_CHARS or GENERIC_SNIPPET.match(snippet)
+                if generic and t.confidence >= HIGH_CONFIDENCE:
+                    issues.append(
+                        Issue(
+                            agent=AGENT,
+                            severity=Severity.MAJOR,
+                            code="generic_evidence",
+                            message=f"Generic evidence “{snippet}” backs {t.type.value} at "
+                            f"confidence {t.confidence:.2f}.",
+                            location=where,
+                            suggested_fix="Quote specific text from the page.",
+                            llm_fixable=True,
+                        )
+                    )
+                page_text = context.page_text(evidence.page)
+                match = None
+                if page_text is not None:
+                    match = find_snippet(
+                        evidence.snippet, page_text, page_norm=context.normalised[evidence.page - 1]
+                    )
+                if match is not None:
+                    record.update(
+                        found=True,
+                        found_page=evidence.page,
+                        start=match.start,
+                        end=match.end,
+                        score=match.score,
+                        method=match.method,
+                    )
+                    page_norm = context.normalised[evidence.page - 1]
+                    missing = [a for a in evidence.anchors_found if not contains_term(a, page_norm)]
+                    if missing:
+                        issues.append(
+                            Issue(
+                                agent=AGENT,
+                                severity=Severity.MAJOR,
+                                code="anchor_not_on_page",
+                                message=f"Anchors {', '.join(repr(a) for a in missing)} are not on "
+                                f"page {evidence.page}.",
+                                location=where,
+                                suggested_fix="Name only terms that appear on the page.",
+                                llm_fixable=True,
+                            )
+                        )
+                    continue
+                elsewhere = None
+                for number, text in enumerate(context.pages, start=1):
+                    if number == evidence.page:
+                        continue
+                    match = find_snippet(
+                        evidence.snippet, text, page_norm=context.normalised[number - 1]
+                    )
+                    if match is not None:
+                        elsewhere = number
+                        record.update(
+                            found_page=number,
+                            start=match.start,
+                            end=match.end,
+                            score=match.score,
+                            method=match.method,
+                        )
+                        break
+                if elsewhere is not None:
+                    issues.append(
+                        Issue(
+                            agent=AGENT,
+                            severity=Severity.MAJOR,
+                            code="evidence_wrong_page",
+                            message=f"Evidence for {t.type.value} claims page {evidence.page} but "
+                            f"is on page {elsewhere}.",
+                            location=where,
+                            suggested_fix=f"Cite page {elsewhere}.",
+                            llm_fixable=True,
+                        )
+                    )
+                else:
+                    issues.append(
+                        Issue(
+                            agent=AGENT,
+                            severity=Severity.BLOCKER,
+                            code="fabricated_evidence",
+                            message=f"Evidence for {t.type.value} is not in the document: "
+                            f"“{evidence.snippet[:120]}”.",
+                            location=where,
+                            suggested_fix="Quote text that is on the page, verbatim.",
+                            llm_fixable=True,
+                        )
+                    )
+    return GroundingReport(issues=issues, matches=matches, quality_score=quality_score(issues))
