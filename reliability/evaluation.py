@@ -1,0 +1,257 @@
+"""Evaluate the classifier and the verification chain on a labelled corpus. Pure: no Django.
+
+Corpus layout: ``labels.csv`` (doc_id,label,source,path; paths relative to the corpus, .pdf or
+.txt) and optionally ``bundles/segments.jsonl`` (one multi-document PDF per line with the true
+page range and label of each segment).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reliability import pipeline
+from reliability.schemas import DOC_TYPES, ClassificationOutput, Decision
+from reliability.verifiers.context import DocumentContext
+
+LABELS = [t.value for t in DOC_TYPES]
+
+
+@dataclass
+class DocResult:
+    doc_id: str
+    label: str
+    source: str
+    predicted: str
+    decision: str
+    attempts: int
+    seconds: float
+
+
+@dataclass
+class BundleResult:
+    bundle: str
+    pages_total: int
+    pages_correct: int
+    true_boundaries: set[int]
+    predicted_boundaries: set[int]
+    decision: str
+
+
+@dataclass
+class Report:
+    documents: list[DocResult] = field(default_factory=list)
+    bundles: list[BundleResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def metrics(self) -> dict[str, Any]:
+        docs = self.documents
+        n = len(docs)
+        confusion = {a: {b: 0 for b in LABELS} for a in LABELS}
+        for d in docs:
+            confusion[d.label][d.predicted] += 1
+        per_label = {}
+        f1s = []
+        for label in LABELS:
+            tp = confusion[label][label]
+            predicted = sum(confusion[a][label] for a in LABELS)
+            actual = sum(confusion[label].values())
+            precision = tp / predicted if predicted else 0.0
+            recall = tp / actual if actual else 0.0
+            f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+            per_label[label] = {
+                "precision": round(precision, 4),
+                "recall": round(recall, 4),
+                "f1": round(f1, 4),
+                "support": actual,
+            }
+            if actual:
+                f1s.append(f1)
+        by_source: dict[str, list[DocResult]] = {}
+        for d in docs:
+            by_source.setdefault(d.source, []).append(d)
+        decisions = Counter(d.decision for d in docs)
+        accepted = [d for d in docs if d.decision == Decision.AUTO_ACCEPT]
+        result: dict[str, Any] = {
+            "documents": n,
+            "accuracy": round(sum(d.label == d.predicted for d in docs) / n, 4) if n else 0.0,
+            "macro_f1": round(sum(f1s) / len(f1s), 4) if f1s else 0.0,
+            "per_label": per_label,
+            "per_source": {
+                s: {
+                    "documents": len(ds),
+                    "accuracy": round(sum(d.label == d.predicted for d in ds) / len(ds), 4),
+                }
+                for s, ds in sorted(by_source.items())
+            },
+            "confusion": confusion,
+            "decision_mix": {
+                "auto_accepted": decisions[Decision.AUTO_ACCEPT],
+                "escalated": decisions[Decision.ESCALATE_TO_SME],
+                "retried": sum(1 for d in docs if d.attempts > 1),
+            },
+            "escalation_rate": round(decisions[Decision.ESCALATE_TO_SME] / n, 4) if n else 0.0,
+            "accepted_error_rate": round(
+                sum(d.label != d.predicted for d in accepted) / len(accepted), 4
+            )
+            if accepted
+            else 0.0,
+            "documents_per_second": round(n / self.seconds, 2) if self.seconds else 0.0,
+            "seconds": round(self.seconds, 2),
+        }
+        if self.bundles:
+            pages = sum(b.pages_total for b in self.bundles)
+            tp = sum(len(b.true_boundaries & b.predicted_boundaries) for b in self.bundles)
+            fp = sum(len(b.predicted_boundaries - b.true_boundaries) for b in self.bundles)
+            fn = sum(len(b.true_boundaries - b.predicted_boundaries) for b in self.bundles)
+            precision = tp / (tp + fp) if tp + fp else 0.0
+            recall = tp / (tp + fn) if tp + fn else 0.0
+            result["bundles"] = {
+                "bundles": len(self.bundles),
+                "page_type_accuracy": round(sum(b.pages_correct for b in self.bundles) / pages, 4),
+                "boundary_precision": round(precision, 4),
+                "boundary_recall": round(recall, 4),
+                "boundary_f1": round(2 * precision * recall / (precision + recall), 4)
+                if precision + recall
+                else 0.0,
+                "decisions": dict(Counter(b.decision for b in self.bundles)),
+            }
+        return result
+
+
+Extract = Callable[[Path], list[str]]
+Classify = Callable[[list[str], str | None], ClassificationOutput]
+
+
+def _run_chain(
+    pages: list[str], classify: Classify, preset: pipeline.Preset, llm: Any
+) -> pipeline.Outcome:
+    context = DocumentContext(
+        pages=pages, llm=llm, min_dominant_confidence=preset.min_dominant_confidence
+    )
+    return pipeline.orchestrate(
+        classify=lambda feedback: (classify(pages, feedback), 0),
+        context=context,
+        preset=preset,
+        can_reask=llm is not None,
+    )
+
+
+def read_labels(corpus: Path) -> list[dict[str, str]]:
+    with (corpus / "labels.csv").open(newline="", encoding="utf-8-sig") as handle:
+        return [
+            {k.strip(): (v or "").strip() for k, v in row.items()} for row in csv.DictReader(handle)
+        ]
+
+
+def evaluate(
+    corpus: Path,
+    *,
+    extract: Extract,
+    classify: Classify,
+    preset: pipeline.Preset,
+    llm: Any = None,
+    limit: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    report = Report()
+    started = time.perf_counter()
+    rows: Iterable[dict[str, str]] = read_labels(corpus)
+    for index, row in enumerate(rows):
+        if limit is not None and index >= limit:
+            break
+        t0 = time.perf_counter()
+        pages = extract(corpus / row["path"])
+        outcome = _run_chain(pages, classify, preset, llm)
+        report.documents.append(
+            DocResult(
+                doc_id=row["doc_id"],
+                label=row["label"],
+                source=row["source"],
+                predicted=outcome.best.output.dominant_type_overall.value,
+                decision=outcome.decision.value,
+                attempts=len(outcome.attempts),
+                seconds=time.perf_counter() - t0,
+            )
+        )
+        if progress and (index + 1) % 50 == 0:
+            progress(f"{index + 1} documents")
+    bundles_file = corpus / "bundles" / "segments.jsonl"
+    if bundles_file.exists():
+        for line in bundles_file.read_text().splitlines():
+            if not line.strip():
+                continue
+            spec = json.loads(line)
+            pages = extract(corpus / "bundles" / spec["bundle"])
+            outcome = _run_chain(pages, classify, preset, llm)
+            output = outcome.best.output
+            truth = {}
+            for seg in spec["segments"]:
+                for page in range(seg["first_page"], seg["last_page"] + 1):
+                    truth[page] = seg["label"]
+            predicted = {}
+            for seg in output.segments:
+                for page in range(seg.start_page, seg.end_page + 1):
+                    predicted[page] = seg.dominant_type.value
+            report.bundles.append(
+                BundleResult(
+                    bundle=spec["bundle"],
+                    pages_total=len(truth),
+                    pages_correct=sum(predicted.get(p) == label for p, label in truth.items()),
+                    true_boundaries={s["first_page"] for s in spec["segments"][1:]},
+                    predicted_boundaries={s.start_page for s in output.segments[1:]},
+                    decision=outcome.decision.value,
+                )
+            )
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def format_report(metrics: dict[str, Any]) -> str:
+    lines = [
+        f"Documents: {metrics['documents']}   accuracy {metrics['accuracy']:.3f}   "
+        f"macro-F1 {metrics['macro_f1']:.3f}   {metrics['documents_per_second']} docs/s "
+        f"({metrics['seconds']} s)",
+        "",
+        f"{'label':<15}{'precision':>10}{'recall':>8}{'f1':>8}{'support':>9}",
+    ]
+    for label, m in metrics["per_label"].items():
+        lines.append(
+            f"{label:<15}{m['precision']:>10.3f}{m['recall']:>8.3f}{m['f1']:>8.3f}{m['support']:>9}"
+        )
+    lines += ["", f"{'source':<42}{'docs':>6}{'accuracy':>10}"]
+    for source, m in metrics["per_source"].items():
+        lines.append(f"{source:<42}{m['documents']:>6}{m['accuracy']:>10.3f}")
+    lines += [
+        "",
+        "Confusion (rows: true, columns: predicted)",
+        f"{'':<15}" + "".join(f"{label[:12]:>13}" for label in LABELS),
+    ]
+    for label in LABELS:
+        lines.append(
+            f"{label:<15}" + "".join(f"{metrics['confusion'][label][p]:>13}" for p in LABELS)
+        )
+    mix = metrics["decision_mix"]
+    lines += [
+        "",
+        f"Decisions: auto-accepted {mix['auto_accepted']}, escalated {mix['escalated']}, "
+        f"retried {mix['retried']}",
+        f"Escalation rate {metrics['escalation_rate']:.3f}   accepted-error rate "
+        f"{metrics['accepted_error_rate']:.3f}",
+    ]
+    if "bundles" in metrics:
+        b = metrics["bundles"]
+        lines += [
+            "",
+            f"Bundles: {b['bundles']}   page-level type accuracy "
+            f"{b['page_type_accuracy']:.3f}   segment-boundary F1 {b['boundary_f1']:.3f} "
+            f"(P {b['boundary_precision']:.3f}, R {b['boundary_recall']:.3f})   "
+            f"decisions {b['decisions']}",
+        ]
+    return "\n".join(lines)
