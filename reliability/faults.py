@@ -1,0 +1,206 @@
+"""Clean classification outputs and the faults bench_verify injects into them. Pure: no Django.
+
+A clean output is what a careful classifier would answer: the true type PRIMARY in one segment
+covering every page, shares summing to 1, evidence copied verbatim from the body of the page.
+Each fault changes the output (and, for the domain traps, the page text) in one way that a
+deterministic check must catch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from reliability.schemas import (
+    DOC_TYPES,
+    ClassificationOutput,
+    DocType,
+    Evidence,
+    MixtureEntry,
+    Presence,
+    Segment,
+    SelfEvaluation,
+    TypeAssessment,
+)
+from reliability.verifiers.v3_domain import load_rules
+
+_WORDS = re.compile(r"[A-Za-z]{3,}")
+
+
+def body_snippet(text: str) -> str | None:
+    """A verbatim line from the body of the page: long enough, not header or footer text."""
+    footer = load_rules().header_footer
+    for line in text.splitlines():
+        line = line.strip()
+        if (
+            len(line) >= 25
+            and len(_WORDS.findall(line)) >= 4
+            and not any(p.search(line) for p in footer)
+        ):
+            return line[:160].rsplit(" ", 1)[0] if len(line) > 160 else line
+    return None
+
+
+def clean_output(pages: list[str], label: str) -> ClassificationOutput | None:
+    """None when no page has a usable body line (e.g. an empty scan)."""
+    evidence = []
+    for number, text in enumerate(pages, start=1):
+        snippet = body_snippet(text)
+        if snippet:
+            evidence.append(Evidence(snippet=snippet, page=number))
+        if len(evidence) == 2:
+            break
+    if not evidence:
+        return None
+    true_type = DocType(label)
+    types = [
+        TypeAssessment(
+            type=t,
+            presence_level=Presence.PRIMARY if t == true_type else Presence.NO_EVIDENCE,
+            confidence=0.95 if t == true_type else 0.0,
+            segment_share=1.0 if t == true_type else 0.0,
+            reasoning="clean",
+            top_evidence=evidence if t == true_type else [],
+        )
+        for t in DOC_TYPES
+    ]
+    return ClassificationOutput(
+        dominant_type_overall=true_type,
+        number_of_segments=1,
+        segments=[
+            Segment(
+                start_page=1,
+                end_page=len(pages),
+                segment_page_count=len(pages),
+                dominant_type=true_type,
+                types=types,
+            )
+        ],
+        document_mixture=[
+            MixtureEntry(
+                type=t,
+                overall_share=1.0 if t == true_type else 0.0,
+                presence_level=Presence.PRIMARY if t == true_type else Presence.NO_EVIDENCE,
+            )
+            for t in DOC_TYPES
+        ],
+        self_evaluation=SelfEvaluation(confidence=0.95),
+    )
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    expected_code: str
+    deterministic: bool
+    # (output copy, pages copy) -> True if applied; mutates both
+    apply: Callable[[ClassificationOutput, list[str]], bool]
+
+
+def _primary(output: ClassificationOutput) -> TypeAssessment:
+    segment = output.segments[0]
+    found = segment.assessment(segment.dominant_type)
+    assert found is not None
+    return found
+
+
+def _fabricate(output: ClassificationOutput, pages: list[str]) -> bool:
+    _primary(output).top_evidence[
+        0
+    ].snippet = "Metastatic squamous cell carcinoma involving four of twelve lymph nodes"
+    return True
+
+
+def _other_page(output: ClassificationOutput, pages: list[str]) -> bool:
+    evidence = _primary(output).top_evidence[0]
+    for number in range(1, len(pages) + 1):
+        if number != evidence.page and evidence.snippet not in pages[number - 1]:
+            evidence.page = number
+            return True
+    return False
+
+
+def _shares(output: ClassificationOutput, pages: list[str]) -> bool:
+    _primary(output).segment_share = 0.7
+    return True
+
+
+def _overlap(output: ClassificationOutput, pages: list[str]) -> bool:
+    first = output.segments[0]
+    second = first.model_copy(deep=True)
+    second.start_page = second.end_page = first.end_page
+    second.segment_page_count = 1
+    output.segments.append(second)
+    output.number_of_segments = 2
+    return True
+
+
+def _out_of_range(output: ClassificationOutput, pages: list[str]) -> bool:
+    segment = output.segments[0]
+    segment.end_page = len(pages) + 1
+    segment.segment_page_count = segment.end_page - segment.start_page + 1
+    return True
+
+
+def _missing_type(output: ClassificationOutput, pages: list[str]) -> bool:
+    segment = output.segments[0]
+    victim = next(t for t in segment.types if t.type != segment.dominant_type)
+    segment.types.remove(victim)
+    return True
+
+
+def _segment_count(output: ClassificationOutput, pages: list[str]) -> bool:
+    output.number_of_segments = 2
+    return True
+
+
+def _relabel(output: ClassificationOutput, new: DocType) -> None:
+    segment = output.segments[0]
+    old = segment.dominant_type
+    for t in segment.types:
+        if t.type == old:
+            t.type = new
+        elif t.type == new:
+            t.type = old
+    segment.dominant_type = new
+    output.dominant_type_overall = new
+    for m in output.document_mixture:
+        m.type = new if m.type == old else old if m.type == new else m.type
+
+
+def _routine_lab(output: ClassificationOutput, pages: list[str]) -> bool:
+    text = "\n".join(pages).lower()
+    if any(vendor.lower() in text for vendor in load_rules().genomic_vendors):
+        return False  # a sequencing vendor is named: the trap does not apply, by design
+    pages[0] = "Quest Diagnostics - Patient Report\n" + pages[0]
+    if output.dominant_type_overall != DocType.GENOMIC:
+        _relabel(output, DocType.GENOMIC)
+    return True
+
+
+def _admin(output: ClassificationOutput, pages: list[str]) -> bool:
+    pages[0] = "TEST REQUISITION - please complete all fields\n" + pages[0]
+    if output.dominant_type_overall not in (DocType.PATHOLOGY, DocType.RADIOLOGY, DocType.GENOMIC):
+        _relabel(output, DocType.PATHOLOGY)
+    return True
+
+
+def _header_footer(output: ClassificationOutput, pages: list[str]) -> bool:
+    pages[0] = pages[0] + f"\nPage 1 of {len(pages)}"
+    _primary(output).top_evidence.append(Evidence(snippet=f"Page 1 of {len(pages)}", page=1))
+    return True
+
+
+FAULTS: tuple[Fault, ...] = (
+    Fault("fabricated snippet", "fabricated_evidence", True, _fabricate),
+    Fault("snippet from another page", "evidence_wrong_page", True, _other_page),
+    Fault("shares not summing", "segment_shares", True, _shares),
+    Fault("overlapping pages", "overlap", True, _overlap),
+    Fault("page out of range", "page_range", True, _out_of_range),
+    Fault("missing type", "missing_type", True, _missing_type),
+    Fault("wrong segment count", "segment_count", True, _segment_count),
+    Fault("routine-lab vendor with genomic PRIMARY", "routine_lab_genomic", True, _routine_lab),
+    Fault("admin keywords with a report type", "administrative_with_report", True, _admin),
+    Fault("header/footer evidence", "header_footer_evidence", True, _header_footer),
+)
