@@ -21,5 +21,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("documents/", include("documents.urls")),
+    path("runs/", include("reliability.urls")),
     path("healthz", healthz, name="healthz"),
 ]

@@ -80,10 +80,15 @@ def document_detail(request: HtmxHttpRequest, document_id: str) -> HttpResponse:
     template = "documents/detail.html"
     if request.htmx:
         template += "#document-status"
+    full = not request.htmx
     return render(
         request,
         template,
-        {"document": document, "pages": document.pages.all() if not request.htmx else []},
+        {
+            "document": document,
+            "pages": document.pages.all() if full else [],
+            "runs": list(document.runs.all()[:20]) if full else None,
+        },
     )
 
 

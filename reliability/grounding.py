@@ -110,10 +110,16 @@ def find_snippet(
     if covered < 0.9 * len(needle):
         return None
     # OCR noise may bend letters, never numbers: "grade 3" is not grounded by "grade 2".
-    matched = page.text[alignment.dest_start : alignment.dest_end]
-    if _DIGITS.findall(needle) != _DIGITS.findall(matched):
+    # The aligned window is as long as the snippet, so a dropped letter can push a trailing
+    # number just outside it: let the window grow a little until the digits agree.
+    wanted = _DIGITS.findall(needle)
+    slack = max(3, len(needle) // 10)
+    for dest_end in range(alignment.dest_end, min(len(page.text), alignment.dest_end + slack) + 1):
+        if _DIGITS.findall(page.text[alignment.dest_start : dest_end]) == wanted:
+            break
+    else:
         return None
-    start, end = _span(page, alignment.dest_start, alignment.dest_end, len(page_text))
+    start, end = _span(page, alignment.dest_start, dest_end, len(page_text))
     return Match(start, end, round(alignment.score, 1), "fuzzy")
 
 

@@ -138,12 +138,23 @@ class GeminiClient:
         return random.uniform(ceiling / 2, ceiling)  # exponential, with jitter
 
     def _is_retryable(self, exc: Exception) -> bool:
-        import httpx
         from google.genai import errors
 
         if isinstance(exc, errors.APIError):
             return exc.code in RETRYABLE_STATUS
-        return isinstance(exc, httpx.TimeoutException | httpx.TransportError)
+        # Timeouts and dropped connections from whichever HTTP library the SDK uses (httpx,
+        # httpx2, aiohttp): their transport errors share these names across versions.
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        return bool(
+            names
+            & {
+                "TimeoutException",
+                "TransportError",
+                "ConnectError",
+                "ConnectionError",
+                "TimeoutError",
+            }
+        )
 
     def _send(self, *, prompt: str, schema: type[BaseModel], system: str) -> tuple[Any, int]:
         config = self._types.GenerateContentConfig(
