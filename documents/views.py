@@ -13,6 +13,7 @@ from documents.forms import UploadForm
 from documents.models import Document
 from documents.services import document_create, document_retry
 from documents.validation import UploadRefused, check_size
+from reliability.models import Run
 
 PAGE_SIZE = 50
 
@@ -87,7 +88,7 @@ def document_detail(request: HtmxHttpRequest, document_id: str) -> HttpResponse:
         {
             "document": document,
             "pages": document.pages.all() if full else [],
-            "runs": list(document.runs.all()[:20]) if full else None,
+            "runs": list(Run.objects.filter(document=document)[:20]) if full else None,
         },
     )
 

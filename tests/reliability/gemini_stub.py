@@ -41,7 +41,7 @@ class GeminiStub:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 stub.requests.append(json.loads(self.rfile.read(length) or b"{}"))
                 stub.paths.append(self.path)
