@@ -267,3 +267,15 @@ def extract_text_file(text: str) -> list[PageContent]:
     while len(pages) > 1 and not pages[-1].paragraphs:
         pages.pop()
     return pages
+
+
+def extract_file(
+    name: str, data: bytes, *, ocr: OcrEngine | None, min_text_chars: int = 20, dpi: int = 300
+) -> list[PageContent]:
+    """Pages of a .pdf (text layer, OCR where needed) or of a text file, chosen by the name."""
+    if name.lower().endswith(".pdf"):
+        return extract_pdf(data, ocr=ocr, min_text_chars=min_text_chars, dpi=dpi)
+    text = decode_text(data)
+    if text is None:
+        raise ExtractionError("The file is not readable text.")
+    return extract_text_file(text)

@@ -103,16 +103,16 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
     started = time.monotonic()
     with document.file.open("rb") as handle:
         data = handle.read()
+    engine = None
     if document.is_pdf:
         engine = ocr if ocr is not None else make_tesseract_engine(language=settings.OCR_LANGUAGE)
-        pages = extraction.extract_pdf(
-            data, ocr=engine, min_text_chars=settings.OCR_MIN_TEXT_CHARS, dpi=settings.OCR_DPI
-        )
-    else:
-        text = extraction.decode_text(data)
-        if text is None:
-            raise extraction.ExtractionError("The file is not readable text.")
-        pages = extraction.extract_text_file(text)
+    pages = extraction.extract_file(
+        "document.pdf" if document.is_pdf else "document.txt",
+        data,
+        ocr=engine,
+        min_text_chars=settings.OCR_MIN_TEXT_CHARS,
+        dpi=settings.OCR_DPI,
+    )
 
     ocr_pages = [p for p in pages if p.method == extraction.OCR]
     words = sum(p.ocr_word_count for p in ocr_pages)

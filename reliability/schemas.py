@@ -113,6 +113,29 @@ class Issue(BaseModel):
     llm_fixable: bool = False
 
 
+def make_issue(
+    agent: str,
+    severity: Severity,
+    code: str,
+    message: str,
+    location: str,
+    fix: str = "",
+    *,
+    auto: bool = False,
+    llm: bool = False,
+) -> Issue:
+    return Issue(
+        agent=agent,
+        severity=severity,
+        code=code,
+        message=message,
+        location=location,
+        suggested_fix=fix,
+        auto_fixable=auto,
+        llm_fixable=llm,
+    )
+
+
 def sort_issues(issues: list[Issue]) -> list[Issue]:
     """BLOCKER, then MAJOR, then MINOR; stable within a severity."""
     return sorted(issues, key=lambda issue: SEVERITY_ORDER[issue.severity])

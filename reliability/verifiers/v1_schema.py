@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from reliability.schemas import DOC_TYPES, ClassificationOutput, Issue, Presence, Severity
+from reliability.schemas import (
+    DOC_TYPES,
+    ClassificationOutput,
+    Issue,
+    Presence,
+    Severity,
+    make_issue,
+)
 from reliability.verifiers.context import DocumentContext
 
 AGENT = "V1"
@@ -19,17 +26,7 @@ def verify(output: ClassificationOutput, context: DocumentContext) -> list[Issue
         fix: str = "",
         auto: bool = False,
     ) -> None:
-        issues.append(
-            Issue(
-                agent=AGENT,
-                severity=severity,
-                code=code,
-                message=message,
-                location=location,
-                suggested_fix=fix,
-                auto_fixable=auto,
-            )
-        )
+        issues.append(make_issue(AGENT, severity, code, message, location, fix, auto=auto))
 
     if not output.segments:
         add(

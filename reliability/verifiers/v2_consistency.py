@@ -3,6 +3,7 @@ check that each segment's text matches its label."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from reliability.schemas import (
@@ -11,6 +12,7 @@ from reliability.schemas import (
     Issue,
     Presence,
     Severity,
+    make_issue,
 )
 from reliability.verifiers.context import DocumentContext
 
@@ -19,25 +21,7 @@ SHARE_TOLERANCE = 0.01
 LLM_PHASE = "V2 label/text consistency (LLM)"
 
 
-def _issue(
-    severity: Severity,
-    code: str,
-    message: str,
-    location: str,
-    fix: str = "",
-    auto: bool = False,
-    llm: bool = False,
-) -> Issue:
-    return Issue(
-        agent=AGENT,
-        severity=severity,
-        code=code,
-        message=message,
-        location=location,
-        suggested_fix=fix,
-        auto_fixable=auto,
-        llm_fixable=llm,
-    )
+_issue = partial(make_issue, AGENT)
 
 
 def verify_rules(output: ClassificationOutput, context: DocumentContext) -> list[Issue]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from reliability.schemas import (
     Issue,
     Presence,
     Severity,
+    make_issue,
 )
 from reliability.verifiers.context import DocumentContext
 
@@ -49,18 +50,7 @@ def load_rules(path: Path = RULES_PATH) -> DomainRules:
     )
 
 
-def _issue(
-    severity: Severity, code: str, message: str, location: str, fix: str, llm: bool = False
-) -> Issue:
-    return Issue(
-        agent=AGENT,
-        severity=severity,
-        code=code,
-        message=message,
-        location=location,
-        suggested_fix=fix,
-        llm_fixable=llm,
-    )
+_issue = partial(make_issue, AGENT)
 
 
 def verify_rules(

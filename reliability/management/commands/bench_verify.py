@@ -38,13 +38,16 @@ class Command(BaseCommand):
         documents: list[tuple[list[str], str]] = []
         for row in read_labels(corpus)[: options["limit"]]:
             path = corpus / row["path"]
-            data = path.read_bytes()
-            if path.suffix.lower() == ".pdf":
-                pages = [p.text for p in extraction.extract_pdf(data, ocr=ocr)]
-            else:
-                pages = [
-                    p.text for p in extraction.extract_text_file(extraction.decode_text(data) or "")
-                ]
+            pages = [
+                p.text
+                for p in extraction.extract_file(
+                    path.name,
+                    path.read_bytes(),
+                    ocr=ocr,
+                    min_text_chars=settings.OCR_MIN_TEXT_CHARS,
+                    dpi=settings.OCR_DPI,
+                )
+            ]
             documents.append((pages, row["label"]))
 
         def run(output: Any, pages: list[str]) -> pipeline.Outcome:

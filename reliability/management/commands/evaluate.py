@@ -32,13 +32,13 @@ class Command(BaseCommand):
         ocr = make_tesseract_engine(language=settings.OCR_LANGUAGE)
 
         def extract(path: Path) -> list[str]:
-            data = path.read_bytes()
-            if path.suffix.lower() == ".pdf":
-                pages = extraction.extract_pdf(
-                    data, ocr=ocr, min_text_chars=settings.OCR_MIN_TEXT_CHARS, dpi=settings.OCR_DPI
-                )
-            else:
-                pages = extraction.extract_text_file(extraction.decode_text(data) or "")
+            pages = extraction.extract_file(
+                path.name,
+                path.read_bytes(),
+                ocr=ocr,
+                min_text_chars=settings.OCR_MIN_TEXT_CHARS,
+                dpi=settings.OCR_DPI,
+            )
             return [p.text for p in pages]
 
         primary, _, client = build_classifiers()
