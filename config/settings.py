@@ -178,3 +178,8 @@ LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 4, minimum=1)
 # A run claimed this long ago and still "running" lost its worker: it is retried or failed.
 RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 15 * 60, minimum=30)
 RUN_MAX_JOB_TRIES = env_int("RUN_MAX_JOB_TRIES", 3, minimum=1)
+
+# Clinician review.
+REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 15, minimum=1)
+REVIEW_PAGE_SIZE = env_int("REVIEW_PAGE_SIZE", 25, minimum=5)
+PAGE_IMAGE_DPI = env_int("PAGE_IMAGE_DPI", 110, minimum=50)

@@ -22,5 +22,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("documents/", include("documents.urls")),
     path("runs/", include("reliability.urls")),
+    path("review/", include("review.urls")),
     path("healthz", healthz, name="healthz"),
 ]

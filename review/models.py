@@ -37,6 +37,12 @@ class ReviewPacket(models.Model):
     class Meta:
         ordering = ["priority", "created_at"]
         indexes = [models.Index(fields=["status", "priority", "created_at"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=["pending", "in_review", "completed"]),
+                name="packet_status_valid",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"Packet {self.pk} ({self.status})"
@@ -82,3 +88,67 @@ class GroundTruth(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id} v{self.version} {self.dominant_type} ({self.source})"
+
+
+class Review(models.Model):
+    """A clinician's decision on a packet. One per packet (the database enforces it)."""
+
+    class Outcome(models.TextChoices):
+        VALIDATED = "validated", "Validated"
+        CORRECTED = "corrected", "Corrected"
+
+    packet = models.OneToOneField(ReviewPacket, on_delete=models.PROTECT, related_name="review")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    corrected_dominant_type = models.CharField(max_length=32, blank=True)
+    corrected_segments = models.JSONField(default=list, blank=True)
+    corrected_mixture = models.JSONField(default=dict, blank=True)
+    notes = models.TextField(blank=True)
+    ground_truth = models.OneToOneField(
+        GroundTruth, on_delete=models.PROTECT, related_name="review"
+    )
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-finished_at"]
+        permissions = [
+            ("review_packets", "Can review escalated packets"),
+            ("export_ground_truth", "Can export ground truth"),
+            ("view_metrics", "Can view review metrics"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_outcome_display()} packet {self.packet_id}"
+
+
+class AuditEvent(models.Model):
+    """Who looked at or decided what, and when. Never holds document text."""
+
+    class Action(models.TextChoices):
+        VIEWED_PACKET = "viewed_packet", "Viewed packet"
+        DECIDED = "decided", "Decided"
+        EXPORTED = "exported", "Exported ground truth"
+        LOCKED = "locked", "Locked packet"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    username = models.CharField(max_length=150)  # kept if the account is removed
+    action = models.CharField(max_length=24, choices=Action.choices)
+    object_type = models.CharField(max_length=32)
+    object_id = models.CharField(max_length=64)
+    detail = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-at"]
+        indexes = [
+            models.Index(fields=["action", "-at"]),
+            models.Index(fields=["object_type", "object_id"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.username} {self.action} {self.object_type}"

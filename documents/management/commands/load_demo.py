@@ -12,10 +12,11 @@ from django.core.management.base import BaseCommand, CommandParser
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo" / "documents"
 REVIEWERS = "Reviewers"
+ADMINS = "Admins"
 
 
 class Command(BaseCommand):
-    help = "Create the demo reviewer account and load the demo documents (fictional patients)."
+    help = "Create the demo reviewer and admin accounts; load the demo documents (fictional)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--username", default="reviewer")
@@ -32,11 +33,18 @@ class Command(BaseCommand):
         )
         user.set_password(password)
         user.save()
-        group, _ = Group.objects.get_or_create(name=REVIEWERS)
-        user.groups.add(group)
+        user.groups.add(Group.objects.get(name=REVIEWERS))
+        admin, _ = user_model.objects.get_or_create(
+            username="admin", defaults={"first_name": "Demo", "last_name": "Admin"}
+        )
+        admin.is_staff = admin.is_superuser = True
+        admin.set_password(password)
+        admin.save()
+        admin.groups.add(Group.objects.get(name=ADMINS))
 
         call_command("ingest", str(DEMO_DIR), user=user.username, stdout=self.stdout)
         self.stdout.write("")
-        self.stdout.write(self.style.SUCCESS("Demo reviewer account"))
-        self.stdout.write(f"  username: {user.username}")
+        self.stdout.write(self.style.SUCCESS("Demo accounts (same password)"))
+        self.stdout.write(f"  username: {user.username}   (clinician: review queue)")
+        self.stdout.write(f"  username: {admin.username}   (admin: export, metrics, Django admin)")
         self.stdout.write(f"  password: {password}")

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from review.models import AuditEvent, GroundTruth, Review, ReviewPacket
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """History must not change: no adding, editing or deleting in the admin."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ReviewPacket)
+class ReviewPacketAdmin(admin.ModelAdmin):
+    list_display = (
+        "pk",
+        "document",
+        "dominant_type",
+        "worst_severity",
+        "issue_count",
+        "status",
+        "locked_by",
+        "created_at",
+    )
+    list_filter = ("status", "dominant_type", "worst_severity")
+    search_fields = ("document__original_filename",)
+    list_select_related = ("document", "locked_by")
+    readonly_fields = (
+        "run",
+        "document",
+        "priority",
+        "dominant_type",
+        "worst_severity",
+        "issue_count",
+        "classification",
+        "issues",
+        "grounding",
+        "comparison",
+        "comparison_agrees",
+        "history",
+        "created_at",
+        "updated_at",
+    )
+    fields = ("status", "locked_by", "lock_expires_at", *readonly_fields)
+
+
+@admin.register(Review)
+class ReviewAdmin(ReadOnlyAdmin):
+    list_display = ("packet", "reviewer", "outcome", "corrected_dominant_type", "finished_at")
+    list_filter = ("outcome", "reviewer")
+    list_select_related = ("packet", "reviewer")
+
+
+@admin.register(GroundTruth)
+class GroundTruthAdmin(ReadOnlyAdmin):
+    list_display = ("document", "version", "source", "dominant_type", "reviewer", "created_at")
+    list_filter = ("source", "dominant_type", "created_at")
+    search_fields = ("document__original_filename", "document__sha256")
+    list_select_related = ("document", "reviewer")
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    list_display = ("at", "username", "action", "object_type", "object_id")
+    list_filter = ("action", "object_type", "at", "username")
+    search_fields = ("username", "object_id")
+    date_hierarchy = "at"

@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from review import views
+
+app_name = "review"
+
+urlpatterns = [
+    path("", views.queue, name="queue"),
+    path("next/", views.next_packet, name="next"),
+    path("packets/<int:packet_id>/", views.packet_detail, name="packet"),
+    path("packets/<int:packet_id>/validate/", views.packet_validate, name="validate"),
+    path("packets/<int:packet_id>/correct/", views.packet_correct, name="correct"),
+    path("packets/<int:packet_id>/release/", views.packet_release, name="release"),
+    path("packets/<int:packet_id>/pages/<int:number>.png", views.page_image, name="page_image"),
+    path("export/", views.export, name="export"),
+    path("metrics/", views.metrics, name="metrics"),
+]
