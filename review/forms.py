@@ -14,6 +14,12 @@ _SEGMENT_LINE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+))?\s*[:\s]\s*([a-z_]+)\s*$"
 
 
 class ValidateForm(forms.Form):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Two forms share the packet page: distinct ids keep every label tied to its field.
+        kwargs.setdefault("auto_id", "validate_%s")
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
+
     notes = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Notes (optional)"
     )
@@ -43,6 +49,8 @@ class CorrectionForm(forms.Form):
     )
 
     def __init__(self, *args: Any, page_count: int, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "correct_%s")
+        kwargs.setdefault("label_suffix", "")
         super().__init__(*args, **kwargs)
         self.page_count = page_count
         for t in DOC_TYPES:

@@ -165,6 +165,12 @@ def _packet_context(
     for issue in packet.issues:
         location = issue.get("location", "")
         related = [e for e in evidence if location and e["location"].startswith(location)]
+        segment = re.match(r"segments\[(\d+)\]", location)
+        if not related and segment and int(segment.group(1)) < len(output.segments):
+            # A segment-level issue: show the evidence behind the type the segment claims.
+            claimed = output.segments[int(segment.group(1))].dominant_type.value
+            prefix = f"{segment.group(0)}.types.{claimed}."
+            related = [e for e in evidence if e["location"].startswith(prefix)]
         issues.append({**issue, "evidence": related[:2]})
     comparison = packet.comparison
     attempts = list(

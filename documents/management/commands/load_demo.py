@@ -6,13 +6,12 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from review.roles import ADMINS, REVIEWERS, ensure_roles
+
 DEMO_DIR = Path(settings.BASE_DIR) / "demo" / "documents"
-REVIEWERS = "Reviewers"
-ADMINS = "Admins"
 
 
 class Command(BaseCommand):
@@ -33,14 +32,15 @@ class Command(BaseCommand):
         )
         user.set_password(password)
         user.save()
-        user.groups.add(Group.objects.get(name=REVIEWERS))
+        roles = ensure_roles()
+        user.groups.add(roles[REVIEWERS])
         admin, _ = user_model.objects.get_or_create(
             username="admin", defaults={"first_name": "Demo", "last_name": "Admin"}
         )
         admin.is_staff = admin.is_superuser = True
         admin.set_password(password)
         admin.save()
-        admin.groups.add(Group.objects.get(name=ADMINS))
+        admin.groups.add(roles[ADMINS])
 
         call_command("ingest", str(DEMO_DIR), user=user.username, stdout=self.stdout)
         self.stdout.write("")

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import sys
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from review.models import GroundTruth
+from review.services import export_ground_truth, ground_truth_selection
+
+
+class Command(BaseCommand):
+    help = "Export ground truth as JSONL or CSV with provenance (same bytes as the export page)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+        parser.add_argument("--start", type=date.fromisoformat, help="YYYY-MM-DD")
+        parser.add_argument("--end", type=date.fromisoformat, help="YYYY-MM-DD")
+        parser.add_argument("--source", choices=GroundTruth.Source.values, default="")
+        parser.add_argument("--type", dest="doc_type", default="")
+        parser.add_argument("--all-versions", action="store_true")
+        parser.add_argument("--out", help="file to write (default: standard output)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        records = ground_truth_selection(
+            start=options["start"],
+            end=options["end"],
+            source=options["source"],
+            doc_type=options["doc_type"],
+            all_versions=options["all_versions"],
+        )
+        body = export_ground_truth(records, fmt=options["format"])
+        if options["out"]:
+            Path(options["out"]).write_bytes(body)
+            self.stderr.write(f"Wrote {records.count()} record(s) to {options['out']}")
+        elif body:
+            sys.stdout.buffer.write(body)
+        else:
+            raise CommandError("No ground truth matches.")

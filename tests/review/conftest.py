@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from documents.models import Document, Page
+from reliability import pipeline
+from reliability.faults import clean_output
+from reliability.models import Run
+from reliability.services import packet_create
+from reliability.verifiers.context import DocumentContext
+from review.models import ReviewPacket
+from review.roles import ADMINS, REVIEWERS, ensure_roles
+from tests.conftest import PASSWORD
+
+PAGES = [
+    "SURGICAL PATHOLOGY REPORT\n\nHistory: breast mass.\n\nFINAL DIAGNOSIS\n\n"
+    "Left breast, core biopsy: invasive ductal carcinoma, Nottingham grade 2.\n\n"
+    "Comment: margins cannot be assessed on a core.\n\nER positive (95%).\n\nHER2 negative.",
+    "TEST REQUISITION\n\nGROSS DESCRIPTION\n\nThree cores of tan tissue, 1.2 to 1.6 cm, "
+    "submitted entirely in one cassette.",
+]
+
+
+@pytest.fixture
+def roles():
+    return ensure_roles()
+
+
+def _user(
+    django_user_model: Any, roles: dict[str, Any], username: str, role: str | None, **extra: Any
+) -> Any:
+    user = django_user_model.objects.create_user(
+        username=username, password=PASSWORD, first_name=username.title(), **extra
+    )
+    if role:
+        user.groups.add(roles[role])
+    return user
+
+
+@pytest.fixture
+def reviewer(django_user_model, roles):
+    return _user(django_user_model, roles, "rita", REVIEWERS)
+
+
+@pytest.fixture
+def other_reviewer(django_user_model, roles):
+    return _user(django_user_model, roles, "omar", REVIEWERS)
+
+
+@pytest.fixture
+def admin_user(django_user_model, roles):
+    return _user(django_user_model, roles, "ada", ADMINS, is_staff=True)
+
+
+@pytest.fixture
+def outsider(django_user_model, roles):
+    return _user(django_user_model, roles, "otto", None)
+
+
+def make_packet(
+    *,
+    sha: str = "d",
+    fabricate: bool = True,
+    label: str = "pathology",
+    pages: list[str] | None = None,
+) -> ReviewPacket:
+    """An escalated packet from the real verification chain: a requisition keyword on a
+    pathology PRIMARY segment (BLOCKER) and, optionally, a fabricated snippet (BLOCKER)."""
+    pages = pages or PAGES
+    document = Document.objects.create(
+        original_filename=f"report-{sha}.pdf",
+        sha256=sha * 64,
+        mime_type=Document.MIME_PDF,
+        size_bytes=1,
+        page_count=len(pages),
+        status=Document.Status.READY,
+    )
+    for number, text in enumerate(pages, start=1):
+        Page.objects.create(
+            document=document, number=number, text=text, paragraphs=text.split("\n\n")
+        )
+    output = clean_output(pages, label)
+    assert output is not None
+    if fabricate:
+        from reliability.schemas import Evidence
+
+        output.segments[0].assessment(label).top_evidence.append(
+            Evidence(snippet="Metastatic melanoma in four of nine lymph nodes", page=2)
+        )
+    context = DocumentContext(pages=pages, min_dominant_confidence=0.6)
+    outcome = pipeline.orchestrate(
+        classify=lambda f: (output, 0),
+        context=context,
+        preset=pipeline.PRESETS["clinical"],
+        can_reask=False,
+    )
+    run = Run.objects.create(
+        document=document,
+        preset="clinical",
+        classifier="offline",
+        model="test",
+        prompt_version="test",
+        status=Run.Status.COMPLETED,
+        final_decision="ESCALATE_TO_SME",
+        attempts_count=len(outcome.attempts),
+    )
+    return packet_create(
+        run=run,
+        outcome=outcome,
+        comparison={"available": False, "reason": "The offline classifier is the primary."},
+    )

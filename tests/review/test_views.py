@@ -1,0 +1,437 @@
+"""Access rules, partials, locking, decisions, corrections, export and metrics."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from review.models import AuditEvent, GroundTruth, Review, ReviewPacket
+from tests.review.conftest import make_packet
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def packet():
+    return make_packet()
+
+
+def login(user):
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def urls(packet):
+    return {
+        "queue": ("get", reverse("review:queue")),
+        "next": ("get", reverse("review:next")),
+        "packet": ("get", reverse("review:packet", args=[packet.pk])),
+        "page_image": ("get", reverse("review:page_image", args=[packet.pk, 1])),
+        "validate": ("post", reverse("review:validate", args=[packet.pk])),
+        "correct": ("post", reverse("review:correct", args=[packet.pk])),
+        "release": ("post", reverse("review:release", args=[packet.pk])),
+        "export": ("get", reverse("review:export")),
+        "metrics": ("get", reverse("review:metrics")),
+    }
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "queue",
+        "next",
+        "packet",
+        "page_image",
+        "validate",
+        "correct",
+        "release",
+        "export",
+        "metrics",
+    ],
+)
+def test_anonymous_visitors_are_sent_to_log_in(client, packet, name):
+    method, url = urls(packet)[name]
+    response = getattr(client, method)(url)
+    assert response.status_code == 302
+    assert response.url.startswith(reverse("login"))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "queue",
+        "next",
+        "packet",
+        "page_image",
+        "validate",
+        "correct",
+        "release",
+        "export",
+        "metrics",
+    ],
+)
+def test_a_user_without_a_role_is_forbidden(outsider, packet, name):
+    method, url = urls(packet)[name]
+    assert getattr(login(outsider), method)(url).status_code == 403
+    assert not Review.objects.exists()
+
+
+@pytest.mark.parametrize("name", ["export", "metrics"])
+def test_reviewers_may_not_export_or_see_metrics(reviewer, packet, name):
+    method, url = urls(packet)[name]
+    assert getattr(login(reviewer), method)(url).status_code == 403
+
+
+@pytest.mark.parametrize("name", ["validate", "correct", "release"])
+def test_post_only_actions_refuse_get(reviewer, packet, name):
+    _, url = urls(packet)[name]
+    assert login(reviewer).get(url).status_code == 405
+
+
+def test_the_queue_lists_open_packets_blockers_first_then_oldest(reviewer):
+    minor_old = make_packet(
+        sha="1",
+        fabricate=False,
+        pages=["CT CHEST\n\nFINDINGS\n\nNo nodules are seen in either lung."],
+    )
+    blocker_new = make_packet(sha="2")
+    blocker_old = make_packet(sha="3")
+    ReviewPacket.objects.filter(pk=blocker_old.pk).update(
+        created_at=timezone.now() - timedelta(days=2)
+    )
+    ReviewPacket.objects.filter(pk=minor_old.pk).update(
+        created_at=timezone.now() - timedelta(days=3)
+    )
+    response = login(reviewer).get(reverse("review:queue"))
+    assert response.status_code == 200
+    order = [p.pk for p in response.context["page"].object_list]
+    assert order == [blocker_old.pk, blocker_new.pk, minor_old.pk]
+    assert response.context["counts"]["pending"] == 3
+    assert response.context["counts"]["blockers"] == 2
+
+
+def test_queue_filters_by_type_severity_and_status(reviewer):
+    make_packet(sha="1")
+    radiology = make_packet(sha="2", fabricate=True, label="radiology")
+    client = login(reviewer)
+    by_type = client.get(reverse("review:queue"), {"type": "radiology"}).context["page"]
+    assert [p.pk for p in by_type.object_list] == [radiology.pk]
+    none_completed = client.get(reverse("review:queue"), {"status": "completed"})
+    assert list(none_completed.context["page"].object_list) == []
+    blockers = client.get(reverse("review:queue"), {"severity": "BLOCKER"}).context["page"]
+    assert blockers.paginator.count == 2
+
+
+def test_the_queue_paginates(reviewer, settings):
+    settings.REVIEW_PAGE_SIZE = 5
+    for i in range(7):
+        make_packet(sha=f"{i}")
+    client = login(reviewer)
+    first = client.get(reverse("review:queue"))
+    assert len(first.context["page"].object_list) == 5
+    second = client.get(reverse("review:queue"), {"page": 2})
+    assert len(second.context["page"].object_list) == 2
+
+
+def test_htmx_requests_get_the_table_or_the_counts_partial(reviewer, packet):
+    client = login(reviewer)
+    table = client.get(
+        reverse("review:queue"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="queue-table"
+    ).content.decode()
+    assert table.lstrip().startswith('<div id="queue-table"') and "<html" not in table
+    counts = client.get(
+        reverse("review:queue"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="queue-counts"
+    ).content.decode()
+    assert counts.lstrip().startswith('<div id="queue-counts"')
+    assert 'data-count="pending">1<' in counts
+    issues = client.get(reverse("review:packet", args=[packet.pk]), HTTP_HX_REQUEST="true")
+    assert issues.content.decode().lstrip().startswith('<section class="card" id="packet-issues"')
+
+
+def test_next_packet_opens_the_highest_priority_unlocked_one(reviewer, other_reviewer):
+    first = make_packet(sha="1")
+    second = make_packet(sha="2")
+    login(other_reviewer).get(reverse("review:packet", args=[first.pk]))  # omar holds it
+    response = login(reviewer).get(reverse("review:next"))
+    assert response.url == reverse("review:packet", args=[second.pk])
+
+
+def test_opening_a_packet_locks_it_and_is_audited(reviewer, packet):
+    response = login(reviewer).get(reverse("review:packet", args=[packet.pk]))
+    assert response.status_code == 200
+    packet.refresh_from_db()
+    assert packet.locked_by == reviewer and packet.status == "in_review"
+    assert packet.lock_expires_at > timezone.now() + timedelta(minutes=14)
+    event = AuditEvent.objects.get(action="viewed_packet")
+    assert (event.user, event.object_id) == (reviewer, str(packet.pk))
+    assert "melanoma" not in str(event.detail)  # no document text in the audit log
+
+
+def test_the_packet_shows_blocker_issues_with_context_and_says_when_text_is_invented(
+    reviewer, packet
+):
+    body = login(reviewer).get(reverse("review:packet", args=[packet.pk])).content.decode()
+    assert body.index("BLOCKER") < body.index("MINOR") if "MINOR" in body else True
+    assert "Not found in the document." in body
+    assert "Claimed: “Metastatic melanoma in four of nine lymph nodes”" in body
+    assert "<mark>" in body  # the grounded evidence, highlighted in its paragraph
+    assert "TEST REQUISITION" in body  # page 2 as it starts, shown for the invented snippet
+
+
+def test_the_context_is_two_paragraphs_before_and_three_after(reviewer, packet):
+    response = login(reviewer).get(reverse("review:packet", args=[packet.pk]))
+    item = next(e for e in response.context["evidence"] if e["found"])
+    context = item["context"]
+    assert context.highlight.startswith("Left breast, core biopsy")
+    assert context.before == ["History: breast mass.", "FINAL DIAGNOSIS"]
+    assert context.after == [
+        "Comment: margins cannot be assessed on a core.",
+        "ER positive (95%).",
+        "HER2 negative.",
+    ]
+
+
+def test_a_second_reviewer_sees_the_lock_and_cannot_decide(reviewer, other_reviewer, packet):
+    login(reviewer).get(reverse("review:packet", args=[packet.pk]))
+    omar = login(other_reviewer)
+    page = omar.get(reverse("review:packet", args=[packet.pk])).content.decode()
+    assert "Rita is reviewing this packet" in page
+    response = omar.post(reverse("review:validate", args=[packet.pk]))
+    assert response.status_code == 409
+    assert "Rita is reviewing this packet until" in response.content.decode()
+    assert not Review.objects.exists()
+
+
+def test_a_stale_lock_expires(reviewer, other_reviewer, packet):
+    login(reviewer).get(reverse("review:packet", args=[packet.pk]))
+    ReviewPacket.objects.filter(pk=packet.pk).update(
+        lock_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    response = login(other_reviewer).post(reverse("review:validate", args=[packet.pk]))
+    assert response.status_code == 302
+    assert Review.objects.get().reviewer == other_reviewer
+
+
+def test_validating_records_a_review_ground_truth_and_an_audit_event(reviewer, packet):
+    client = login(reviewer)
+    client.get(reverse("review:packet", args=[packet.pk]))
+    response = client.post(reverse("review:validate", args=[packet.pk]), {"notes": "Agree."})
+    assert response.status_code == 302
+    review = Review.objects.get()
+    assert (review.outcome, review.notes, review.reviewer) == ("validated", "Agree.", reviewer)
+    truth = GroundTruth.objects.get()
+    assert (truth.source, truth.dominant_type, truth.version) == ("SME_VALIDATED", "pathology", 1)
+    assert truth.classification == packet.classification
+    packet.refresh_from_db()
+    assert packet.status == "completed" and packet.locked_by is None
+    assert AuditEvent.objects.filter(action="decided", object_id=str(packet.pk)).count() == 1
+    again = client.post(reverse("review:validate", args=[packet.pk]))
+    assert again.status_code == 409 and Review.objects.count() == 1
+
+
+def correction(**overrides):
+    data = {
+        "dominant_type": "pathology",
+        "segments": "1-1 pathology\n2-2 other",
+        "share_clinical_note": "0",
+        "share_pathology": "0.5",
+        "share_genomic": "0",
+        "share_radiology": "0",
+        "share_other": "0.5",
+        "present": ["radiology"],
+        "notes": "Page 2 is the requisition.",
+    }
+    data.update(overrides)
+    return data
+
+
+def test_a_correction_supersedes_earlier_ground_truth_without_overwriting(reviewer, packet):
+    from reliability.schemas import ClassificationOutput
+    from reliability.services import ground_truth_record
+
+    earlier = ground_truth_record(
+        document=packet.document,
+        run=packet.run,
+        source="AUTO_ACCEPTED",
+        output=ClassificationOutput.model_validate(packet.classification),
+    )
+    client = login(reviewer)
+    client.get(reverse("review:packet", args=[packet.pk]))
+    response = client.post(reverse("review:correct", args=[packet.pk]), correction())
+    assert response.status_code == 302
+    latest = GroundTruth.objects.get(version=2)
+    assert latest.source == "SME_CORRECTED" and latest.supersedes == earlier
+    segments = [
+        (s["start_page"], s["end_page"], s["dominant_type"])
+        for s in latest.classification["segments"]
+    ]
+    assert segments == [(1, 1, "pathology"), (2, 2, "other")]
+    mixture = {m["type"]: m["presence_level"] for m in latest.classification["document_mixture"]}
+    assert mixture["radiology"] == "MENTION_ONLY"
+    earlier.refresh_from_db()
+    assert earlier.classification == packet.classification  # untouched
+    review = Review.objects.get()
+    assert review.corrected_segments == [[1, 1, "pathology"], [2, 2, "other"]]
+
+
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        (
+            "segments",
+            "1-2 pathology\n2-2 other",
+            "Page 2 is in segments 1 and 2: segments must not overlap.",
+        ),
+        (
+            "segments",
+            "1-1 pathology",
+            "Page(s) 2 belong to no segment: the segments must cover the whole document.",
+        ),
+        ("segments", "1-3 pathology", "Page 3 is outside the document (pages 1-2)."),
+        ("segments", "1-2 histology", "Line 1 should read like “1-3 pathology”"),
+        ("share_other", "0.7", "The shares add up to 1.20; they must add up to 1."),
+        ("notes", "", "Say why you corrected it."),
+        ("dominant_type", "genomic", "The dominant type must be the type of one of the segments."),
+    ],
+)
+def test_an_invalid_correction_is_refused_with_a_message_beside_the_field(
+    reviewer, packet, field, value, message
+):
+    client = login(reviewer)
+    client.get(reverse("review:packet", args=[packet.pk]))
+    response = client.post(
+        reverse("review:correct", args=[packet.pk]), correction(**{field: value})
+    )
+    assert response.status_code == 400
+    errors = response.context["correction_form"].errors
+    target = "share_other" if field.startswith("share") else field
+    assert any(e.startswith(message) for e in errors[target]), errors
+    assert message.split("“")[0] in response.content.decode()
+    assert not Review.objects.exists() and not GroundTruth.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_racing_submissions_produce_exactly_one_decision(roles, django_user_model):
+    from review.roles import REVIEWERS
+
+    user = django_user_model.objects.create_user(username="rita", password="x")
+    user.groups.add(roles[REVIEWERS])
+    packet = make_packet()
+    clients = [login(user), login(user)]
+    clients[0].get(reverse("review:packet", args=[packet.pk]))
+    barrier = threading.Barrier(2)
+    statuses = []
+
+    def submit(client):
+        from django.db import connection
+
+        try:
+            barrier.wait()
+            statuses.append(client.post(reverse("review:validate", args=[packet.pk])).status_code)
+        finally:
+            connection.close()  # each thread has its own connection
+
+    threads = [threading.Thread(target=submit, args=(c,)) for c in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(statuses) == [302, 409]
+    assert Review.objects.count() == 1
+    assert GroundTruth.objects.count() == 1
+
+
+def test_releasing_puts_the_packet_back(reviewer, packet):
+    client = login(reviewer)
+    client.get(reverse("review:packet", args=[packet.pk]))
+    client.post(reverse("review:release", args=[packet.pk]))
+    packet.refresh_from_db()
+    assert (packet.status, packet.locked_by) == ("pending", None)
+
+
+def test_the_page_image_is_rendered_with_highlights_and_cached(reviewer, tmp_path):
+    from django.core.files.base import ContentFile
+
+    from documents.pdfgen import text_pdf
+
+    packet = make_packet()
+    pdf = text_pdf(
+        [
+            [
+                "SURGICAL PATHOLOGY REPORT",
+                "Left breast, core biopsy: invasive ductal carcinoma, Nottingham grade 2.",
+            ],
+            ["TEST REQUISITION"],
+        ]
+    )
+    packet.document.file.save("doc.pdf", ContentFile(pdf))
+    client = login(reviewer)
+    first = client.get(reverse("review:page_image", args=[packet.pk, 1]))
+    assert first.status_code == 200 and first["Content-Type"] == "image/png"
+    body = b"".join(first.streaming_content)
+    assert body.startswith(b"\x89PNG")
+    cached = list((tmp_path / "media" / "page-images").rglob("*.png"))
+    assert len(cached) == 1
+    mtime = cached[0].stat().st_mtime_ns
+    client.get(reverse("review:page_image", args=[packet.pk, 1]))
+    assert cached[0].stat().st_mtime_ns == mtime
+    assert client.get(reverse("review:page_image", args=[packet.pk, 9])).status_code == 404
+
+
+def test_admins_export_ground_truth_byte_identically_with_provenance(admin_user, reviewer):
+    import json
+
+    packet = make_packet()
+    reviewer_client = login(reviewer)
+    reviewer_client.get(reverse("review:packet", args=[packet.pk]))
+    reviewer_client.post(reverse("review:validate", args=[packet.pk]))
+    client = login(admin_user)
+    params = {
+        "format": "jsonl",
+        "source": "SME_VALIDATED",
+        "type": "pathology",
+        "start": timezone.localdate().isoformat(),
+    }
+    first = client.get(reverse("review:export"), params)
+    second = client.get(reverse("review:export"), params)
+    assert first.status_code == 200 and first.content == second.content
+    [record] = [json.loads(line) for line in first.content.decode().splitlines()]
+    assert record["document_sha256"] == packet.document.sha256
+    assert (record["run_id"], record["model"], record["prompt_version"]) == (
+        packet.run_id,
+        "test",
+        "test",
+    )
+    assert record["reviewer"] == "rita" and record["decided_at"]
+    assert client.get(reverse("review:export"), {**params, "type": "radiology"}).content == b""
+    csv = client.get(reverse("review:export"), {**params, "format": "csv"}).content.decode()
+    assert csv.splitlines()[0].startswith("document_id,document_sha256,filename,version")
+    assert AuditEvent.objects.filter(action="exported").count() == 4
+
+
+def test_the_export_command_writes_the_same_bytes_as_the_page(admin_user, tmp_path, reviewer):
+    from django.core.management import call_command
+
+    packet = make_packet()
+    login(reviewer).post(reverse("review:validate", args=[packet.pk]))
+    out = tmp_path / "gt.jsonl"
+    call_command("export_ground_truth", "--format", "jsonl", "--out", str(out))
+    page = login(admin_user).get(reverse("review:export"), {"format": "jsonl"})
+    assert out.read_bytes() == page.content and page.content
+
+
+def test_the_metrics_page_shows_the_figures(admin_user, reviewer):
+    packet = make_packet()
+    login(reviewer).post(reverse("review:validate", args=[packet.pk]))
+    response = login(admin_user).get(reverse("review:metrics"))
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "Escalation rate" in body and "<svg" in body
+    assert response.context["decided"]["escalated"] == 1
+    assert response.context["agreement"][0]["rate"] == 1.0
