@@ -86,7 +86,9 @@ def make_packet(
     if fabricate:
         from reliability.schemas import Evidence
 
-        output.segments[0].assessment(label).top_evidence.append(
+        assessment = output.segments[0].assessment(label)
+        assert assessment is not None
+        assessment.top_evidence.append(
             Evidence(snippet="Metastatic melanoma in four of nine lymph nodes", page=2)
         )
     context = DocumentContext(pages=pages, min_dominant_confidence=0.6)
