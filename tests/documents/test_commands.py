@@ -57,6 +57,11 @@ def test_load_demo_creates_the_reviewer_and_processes_every_demo_document():
     assert user.check_password("demo-pass-123")
     assert user.groups.filter(name="Reviewers").exists()
     assert "username: reviewer" in out and "password: demo-pass-123" in out
+    admin = get_user_model().objects.get(username="admin")
+    assert admin.is_staff and admin.has_perm("review.export_ground_truth")
+    assert user.has_perm("review.review_packets") and not user.has_perm(
+        "review.export_ground_truth"
+    )
     documents = Document.objects.all()
     assert documents.count() == 6
     assert {d.status for d in documents} == {Document.Status.READY}
