@@ -183,3 +183,17 @@ RUN_MAX_JOB_TRIES = env_int("RUN_MAX_JOB_TRIES", 3, minimum=1)
 REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 15, minimum=1)
 REVIEW_PAGE_SIZE = env_int("REVIEW_PAGE_SIZE", 25, minimum=5)
 PAGE_IMAGE_DPI = env_int("PAGE_IMAGE_DPI", 110, minimum=50)
+
+# Field extraction (evaluator-optimizer loop) and the JSON API.
+EXTRACTION_PACKS = env_list("EXTRACTION_PACKS", ["clinical"])
+AUTO_EXTRACT = env_bool("AUTO_EXTRACT", True)
+EXTRACTION_QUALITY_THRESHOLD = env_float("EXTRACTION_QUALITY_THRESHOLD", 0.95)
+EXTRACTION_MAX_ITERATIONS = env_int("EXTRACTION_MAX_ITERATIONS", 3, minimum=1)
+EXTRACTION_MIN_IMPROVEMENT = env_float("EXTRACTION_MIN_IMPROVEMENT", 0.05)
+EXTRACTION_TIMEOUT_SECONDS = env_float("EXTRACTION_TIMEOUT_SECONDS", 30.0)
+# Per-preset overrides of the loop defaults (a request's own options override these).
+EXTRACTION_PRESETS = {
+    "real-time": {"max_iterations": 1},
+    "batch": {},
+    "clinical": {"quality_threshold": 0.95},
+}

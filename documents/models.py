@@ -45,6 +45,7 @@ class Document(models.Model):
     ingest_started_at = models.DateTimeField(null=True, blank=True)
     ingested_at = models.DateTimeField(null=True, blank=True)
     ingest_seconds = models.FloatField(null=True, blank=True)
+    options = models.JSONField(default=dict, blank=True)  # processing options (JSON API)
     uploaded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )

@@ -28,7 +28,9 @@ def _duplicate_message(*, name: str, existing: Document) -> str:
     return f"“{name}” was already uploaded on {when} as “{existing.original_filename}”."
 
 
-def document_create(*, filename: str, content: bytes, user: Any | None) -> Document:
+def document_create(
+    *, filename: str, content: bytes, user: Any | None, options: dict[str, Any] | None = None
+) -> Document:
     """Validate and store one upload, then queue its ingestion.
 
     Raises UploadRefused with the user-facing message; on refusal nothing is stored.
@@ -50,6 +52,7 @@ def document_create(*, filename: str, content: bytes, user: Any | None) -> Docum
         size_bytes=info.size_bytes,
         page_count=info.page_count,
         uploaded_by=user if user is not None and user.is_authenticated else None,
+        options=options or {},
     )
     document.file.save("upload", ContentFile(content), save=False)
     try:

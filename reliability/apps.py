@@ -1,7 +1,29 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.apps import AppConfig
+from django.core.exceptions import ImproperlyConfigured
+from django.db.models.signals import post_migrate
 
 
 class ReliabilityConfig(AppConfig):
     name = "reliability"
+
+    def ready(self) -> None:
+        from django.conf import settings
+
+        from reliability.extraction.templates import TemplateError, load_packs
+
+        # Template packs are validated at start-up: a broken pack stops the process loudly.
+        try:
+            load_packs(tuple(settings.EXTRACTION_PACKS))
+        except TemplateError as exc:
+            raise ImproperlyConfigured(str(exc)) from exc
+        post_migrate.connect(_sync_templates, sender=self)
+
+
+def _sync_templates(sender: Any, **kwargs: Any) -> None:
+    from reliability.extraction_service import templates_sync
+
+    templates_sync()

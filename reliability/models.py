@@ -137,3 +137,79 @@ class Issue(models.Model):
 
     def __str__(self) -> str:
         return f"{self.issue_id} {self.severity}: {self.message[:60]}"
+
+
+class ExtractionTemplate(models.Model):
+    """The loaded template packs, mirrored here so admins can read them (the files rule)."""
+
+    pack = models.CharField(max_length=32)
+    pack_version = models.CharField(max_length=64)
+    doc_type = models.CharField(max_length=32)
+    title = models.CharField(max_length=100)
+    field_count = models.PositiveIntegerField()
+    definition = models.JSONField()
+    synced_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pack", "doc_type"]
+        constraints = [
+            models.UniqueConstraint(fields=["pack", "doc_type"], name="template_unique_per_pack")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pack}/{self.doc_type} ({self.pack_version})"
+
+
+class Extraction(models.Model):
+    class Status(models.TextChoices):
+        COMPLETED = "completed", "Completed"
+        REFUSED = "refused", "Refused"
+        FAILED = "failed", "Failed"
+
+    document = models.ForeignKey(
+        "documents.Document", on_delete=models.CASCADE, related_name="extractions"
+    )
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.CASCADE, related_name="extractions"
+    )
+    segment_index = models.PositiveIntegerField(default=0)
+    start_page = models.PositiveIntegerField(default=1)
+    end_page = models.PositiveIntegerField(default=1)
+    doc_type = models.CharField(max_length=32)
+    template_version = models.CharField(max_length=64, blank=True)
+    extractor = models.CharField(max_length=32, blank=True)
+    options = models.JSONField(default=dict)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    refused_reason = models.TextField(blank=True)
+    fields = models.JSONField(default=dict)
+    final_score = models.FloatField(null=True, blank=True)
+    met_threshold = models.BooleanField(default=False)
+    iterations_count = models.PositiveIntegerField(default=0)
+    iterations = models.JSONField(default=list)
+    stopped_reason = models.CharField(max_length=32, blank=True)
+    warnings = models.JSONField(default=list)
+    seconds = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["document", "run", "segment_index"]
+
+    def __str__(self) -> str:
+        return f"Extraction {self.pk} {self.doc_type} ({self.status})"
+
+
+class ApiToken(models.Model):
+    """A bearer token for the JSON API. Only its SHA-256 is stored; the key is shown once."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    key_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=8)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

@@ -58,7 +58,7 @@ def run_start(*, document: Document, preset: str | None = None, user: Any | None
     """Create a pending run and queue it once the transaction commits."""
     if document.status != Document.Status.READY:
         raise RunRefused("Only a ready (ingested) document can be classified.")
-    chosen = get_preset(preset)
+    chosen = get_preset(preset or (document.options or {}).get("preset"))
     with transaction.atomic():
         run = Run.objects.create(
             document=document,
@@ -245,6 +245,10 @@ def run_execute(*, run_id: int, client: llm.GeminiClient | None = None) -> Run |
         run.finished_at = timezone.now()
         run.duration_seconds = round(time.perf_counter() - started, 4)
         run.save()
+        if settings.AUTO_EXTRACT:
+            from reliability.extraction_service import extraction_run
+
+            extraction_run(run=run, output=best.output, client=client)
         if decision == Decision.AUTO_ACCEPT:
             ground_truth_record(
                 document=document,
@@ -271,8 +275,11 @@ def ground_truth_record(
     output: ClassificationOutput,
     source: str,
     reviewer: Any | None = None,
+    field_corrections: dict[str, Any] | None = None,
 ) -> GroundTruth:
     """Append a new version; an earlier version is superseded, never overwritten."""
+    from reliability.extraction_service import fields_for_ground_truth
+
     latest = (
         GroundTruth.objects.select_for_update()
         .filter(document=document)
@@ -284,6 +291,7 @@ def ground_truth_record(
         source=source,
         dominant_type=output.dominant_type_overall.value,
         classification=output.model_dump(mode="json"),
+        fields=fields_for_ground_truth(run, field_corrections) if run else [],
         reviewer=reviewer,
         run=run,
         model=run.model if run else "",

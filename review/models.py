@@ -27,6 +27,7 @@ class ReviewPacket(models.Model):
     comparison = models.JSONField(default=dict)  # the second classifier's answer and agreement
     comparison_agrees = models.BooleanField(null=True)
     history = models.JSONField(default=list)  # every attempt: decision, rule, fixes, issues
+    field_corrections = models.JSONField(default=dict, blank=True)  # reviewer's field edits
     locked_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -60,6 +61,7 @@ class GroundTruth(models.Model):
     source = models.CharField(max_length=16, choices=Source.choices)
     dominant_type = models.CharField(max_length=32)
     classification = models.JSONField()
+    fields = models.JSONField(default=list, blank=True)  # extracted fields, per segment
     reviewer = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -193,6 +193,7 @@ def review_submit(
             run=packet.run,
             output=output,
             source=source,
+            field_corrections=packet.field_corrections,
             reviewer=reviewer,
         )
         review = Review.objects.create(

@@ -1,0 +1,183 @@
+"""Deterministic field extraction from a template's formats and location hints. Pure: no Django.
+
+Three search levels, tried in order for each field:
+  0. a label and its value on the same line ("Nottingham grade 2", "ER: positive");
+  1. a label on a line of its own and the section below it ("FINDINGS" then the paragraph);
+  2. the value's own pattern anywhere (a date, an SSN, "MSS"), for formats distinctive enough.
+A single pass uses level 0 only. The optimizer raises the level for the fields the evaluator
+flags, so each iteration can find more without re-deciding what it already found.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from reliability.extraction.templates import FieldSpec, Template
+
+FOUND = "found"
+NOT_PRESENT = "not_present"
+AMBIGUOUS = "ambiguous"
+MAX_LEVEL = 2
+CONFIDENCE_BY_LEVEL = {0: 0.9, 1: 0.8, 2: 0.6}
+
+_MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+FORMAT_PATTERNS: dict[str, str] = {
+    "number": r"-?\d+(?:\.\d+)?",
+    "percentage": r"\d{1,3}(?:\.\d+)?\s*%",
+    "date": rf"\b(?:\d{{1,2}}/\d{{1,2}}/\d{{2,4}}|\d{{4}}-\d{{2}}-\d{{2}}|{_MONTHS}\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\s+{_MONTHS}\s+\d{{4}})\b",
+    "currency": r"\$?\s?\d{1,3}(?:,\d{3})*(?:\.\d{2})?|\$?\s?\d+(?:\.\d{2})?",
+    "ssn": r"\b(?:\d{3}|[Xx*]{3})-(?:\d{2}|[Xx*]{2})-\d{4}\b",
+    "ein": r"\b\d{2}-\d{7}\b",
+    "year": r"\b(?:19|20)\d{2}\b",
+    "measurement": r"\b\d+(?:\.\d+)?(?:\s*[x×]\s*\d+(?:\.\d+)?)*\s*(?:mm|cm|ml|mL)\b",
+}
+# Formats whose values are distinctive enough to be found without a label (level 2).
+DISTINCTIVE = {"date", "ssn", "ein", "measurement", "enum", "regex"}
+
+
+@dataclass
+class ExtractedField:
+    name: str
+    value: Any = None  # str, list[str] for multiple fields, or None
+    status: str = NOT_PRESENT
+    confidence: float = 0.0
+    snippet: str = ""
+    page: int | None = None
+    level: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _label_pattern(labels: list[str]) -> re.Pattern[str]:
+    alternation = "|".join(re.escape(label) for label in sorted(labels, key=len, reverse=True))
+    return re.compile(rf"(?<![\w])(?:{alternation})(?![\w])", re.IGNORECASE)
+
+
+def _parse(spec: FieldSpec, text: str) -> Any:
+    """The value of this field's format at the start of ``text``, or None."""
+    text = text.strip().lstrip(":-–—=#").strip()
+    if not text:
+        return None
+    if spec.format == "text":
+        return text[:300].strip() or None
+    if spec.format == "enum":
+        lowered = text.lower()
+        hits = [(lowered.find(v.lower()), v) for v in spec.values if v.lower() in lowered]
+        return min(hits)[1] if hits else None
+    pattern = spec.pattern if spec.format == "regex" else FORMAT_PATTERNS[spec.format]
+    flags = 0 if spec.format == "regex" else re.IGNORECASE
+    if spec.multiple:
+        values = [m.group(0).strip() for m in re.finditer(pattern, text, flags)]
+        return values or None
+    match = re.search(pattern, text, flags)
+    return match.group(0).strip() if match else None
+
+
+def _line_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    a = text.rfind("\n", 0, start) + 1
+    b = text.find("\n", end)
+    return a, len(text) if b < 0 else b
+
+
+def _section_after(text: str, end: int) -> tuple[int, int]:
+    """The paragraph that follows the line ending at ``end`` (blank lines separate them)."""
+    start = end
+    while start < len(text) and text[start] in "\n \t:":
+        start += 1
+    stop = text.find("\n\n", start)
+    return start, len(text) if stop < 0 else stop
+
+
+def _find(spec: FieldSpec, pages: list[str], level: int) -> list[tuple[Any, str, int]]:
+    """(value, verbatim snippet, page) for every place this level finds the field."""
+    hits: list[tuple[Any, str, int]] = []
+    if spec.labels == ["@first_line"]:
+        for number, text in enumerate(pages, start=1):
+            for line in text.splitlines():
+                if line.strip():
+                    return [(line.strip()[:200], line.strip()[:200], number)]
+        return []
+    labels = _label_pattern(spec.labels)
+    for number, text in enumerate(pages, start=1):
+        if level <= 1:
+            for match in labels.finditer(text):
+                line_start, line_end = _line_bounds(text, match.start(), match.end())
+                tail = text[match.end() : line_end]
+                if level == 0:
+                    if spec.format == "text" and not re.match(r"\s*(?::|-\s|–|—|=)", tail):
+                        continue  # a label word inside a sentence is not a field label
+                    value = _parse(spec, tail)
+                    if value is not None:
+                        hits.append((value, text[line_start:line_end].strip(), number))
+                elif not tail.strip(" \t:-"):
+                    a, b = _section_after(text, line_end)
+                    value = _parse(spec, text[a:b])
+                    if value is not None:
+                        hits.append((value, text[match.start() : b].strip(), number))
+        elif spec.format in DISTINCTIVE:
+            value = _parse(spec, text) if spec.multiple else None
+            if spec.multiple and value:
+                hits.append((value, _snippet_for(text, value), number))
+            elif not spec.multiple:
+                pattern = (
+                    spec.pattern
+                    if spec.format == "regex"
+                    else "|".join(re.escape(v) for v in spec.values)
+                    if spec.format == "enum"
+                    else FORMAT_PATTERNS[spec.format]
+                )
+                match = re.search(pattern, text, 0 if spec.format == "regex" else re.IGNORECASE)
+                if match:
+                    a, b = _line_bounds(text, match.start(), match.end())
+                    hits.append(
+                        (_parse(spec, match.group(0)) or match.group(0), text[a:b].strip(), number)
+                    )
+    return hits
+
+
+def _snippet_for(text: str, values: list[str]) -> str:
+    first = text.find(values[0])
+    a, b = _line_bounds(text, first, first + len(values[0]))
+    return text[a:b].strip()
+
+
+def extract_field(spec: FieldSpec, pages: list[str], *, max_level: int) -> ExtractedField:
+    for level in range(0, max_level + 1):
+        hits = _find(spec, pages, level)
+        if not hits:
+            continue
+        value, snippet, page = hits[0]
+        if spec.multiple:
+            merged: list[str] = []
+            for v, _, _ in hits:
+                merged.extend(x for x in (v if isinstance(v, list) else [v]) if x not in merged)
+            return ExtractedField(
+                spec.name, merged, FOUND, CONFIDENCE_BY_LEVEL[level], snippet, page, level
+            )
+        distinct = {str(v).lower() for v, _, _ in hits}
+        if len(distinct) > 1 and spec.format not in {"text", "date"}:
+            return ExtractedField(spec.name, value, AMBIGUOUS, 0.5, snippet, page, level)
+        return ExtractedField(
+            spec.name, value, FOUND, CONFIDENCE_BY_LEVEL[level], snippet, page, level
+        )
+    return ExtractedField(spec.name)
+
+
+def extract(
+    template: Template,
+    pages: list[str],
+    *,
+    levels: dict[str, int] | None = None,
+    default_level: int = 0,
+) -> dict[str, ExtractedField]:
+    """Extract every field; ``levels`` raises the search level of chosen fields."""
+    levels = levels or {}
+    return {
+        spec.name: extract_field(
+            spec, pages, max_level=min(MAX_LEVEL, levels.get(spec.name, default_level))
+        )
+        for spec in template.fields
+    }

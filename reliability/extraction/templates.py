@@ -1,0 +1,125 @@
+"""Extraction templates as data: one versioned JSON file per pack, validated on load."""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import StrEnum
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+PACKS_DIR = Path(__file__).resolve().parent / "packs"
+
+
+class Tier(StrEnum):
+    REQUIRED = "required"
+    IMPORTANT = "important"
+    OPTIONAL = "optional"
+
+
+TIER_WEIGHTS = {Tier.REQUIRED: 1.0, Tier.IMPORTANT: 0.7, Tier.OPTIONAL: 0.3}
+
+FormatName = Literal[
+    "text",
+    "number",
+    "date",
+    "percentage",
+    "currency",
+    "enum",
+    "regex",
+    "ssn",
+    "ein",
+    "year",
+    "measurement",
+]
+
+
+class FieldSpec(BaseModel):
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    description: str
+    tier: Tier
+    format: FormatName = "text"
+    values: list[str] = Field(default_factory=list)  # for enum
+    pattern: str = ""  # for regex
+    labels: list[str] = Field(
+        min_length=1,
+        description="Location hint: labels that precede "
+        "the value on the page (also box names on forms).",
+    )
+    location: str = ""  # free-text hint for an LLM, e.g. "box 1" or "FINAL DIAGNOSIS section"
+    validity: str = ""  # name of a validity rule in evaluator.VALIDITY_RULES
+    multiple: bool = False  # a list of values (e.g. mutations)
+
+    @model_validator(mode="after")
+    def _format_needs(self) -> FieldSpec:
+        if self.format == "enum" and not self.values:
+            raise ValueError(f"field {self.name}: an enum needs values")
+        if self.format == "regex":
+            if not self.pattern:
+                raise ValueError(f"field {self.name}: a regex format needs a pattern")
+            re.compile(self.pattern)
+        return self
+
+
+class Template(BaseModel):
+    doc_type: str
+    title: str
+    fields: list[FieldSpec] = Field(min_length=1)
+    confidence_threshold: float = Field(0.7, ge=0, le=1)
+    min_required: int = Field(1, ge=0)
+    consistency: list[str] = Field(default_factory=list)  # rule names in evaluator
+
+    @field_validator("fields")
+    @classmethod
+    def _unique(cls, fields: list[FieldSpec]) -> list[FieldSpec]:
+        names = [f.name for f in fields]
+        if len(names) != len(set(names)):
+            raise ValueError("field names must be unique within a template")
+        return fields
+
+    def field(self, name: str) -> FieldSpec:
+        return next(f for f in self.fields if f.name == name)
+
+
+class Pack(BaseModel):
+    name: str
+    version: str
+    domain: str
+    templates: list[Template]
+
+    def template(self, doc_type: str) -> Template | None:
+        return next((t for t in self.templates if t.doc_type == doc_type), None)
+
+
+class TemplateError(Exception):
+    pass
+
+
+def load_pack(path: Path) -> Pack:
+    try:
+        return Pack.model_validate(json.loads(path.read_text()))
+    except (OSError, ValueError) as exc:
+        raise TemplateError(f"Template pack {path.name} is invalid: {exc}") from exc
+
+
+@lru_cache(maxsize=8)
+def load_packs(names: tuple[str, ...]) -> dict[str, Pack]:
+    packs = {}
+    for name in names:
+        path = PACKS_DIR / f"{name}.json"
+        if not path.exists():
+            available = ", ".join(sorted(p.stem for p in PACKS_DIR.glob("*.json")))
+            raise TemplateError(f"No template pack {name!r} (available: {available}).")
+        packs[name] = load_pack(path)
+    return packs
+
+
+def find_template(packs: dict[str, Pack], doc_type: str) -> Template | None:
+    for pack in packs.values():
+        template = pack.template(doc_type)
+        if template is not None:
+            return template
+    return None
