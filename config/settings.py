@@ -192,7 +192,7 @@ EXTRACTION_MAX_ITERATIONS = env_int("EXTRACTION_MAX_ITERATIONS", 3, minimum=1)
 EXTRACTION_MIN_IMPROVEMENT = env_float("EXTRACTION_MIN_IMPROVEMENT", 0.05)
 EXTRACTION_TIMEOUT_SECONDS = env_float("EXTRACTION_TIMEOUT_SECONDS", 30.0)
 # Per-preset overrides of the loop defaults (a request's own options override these).
-EXTRACTION_PRESETS = {
+EXTRACTION_PRESETS: dict[str, dict[str, float | int]] = {
     "real-time": {"max_iterations": 1},
     "batch": {},
     "clinical": {"quality_threshold": 0.95},

@@ -246,6 +246,7 @@ EXPORT_FIELDS = [
     "reviewer",
     "decided_at",
     "classification",
+    "fields",
 ]
 
 
@@ -285,6 +286,7 @@ def _record(truth: GroundTruth) -> dict[str, Any]:
         "reviewer": truth.reviewer.username if truth.reviewer else None,
         "decided_at": truth.created_at.astimezone(UTC).isoformat(),
         "classification": truth.classification,
+        "fields": truth.fields,
     }
 
 
@@ -300,7 +302,11 @@ def export_ground_truth(records: QuerySet[GroundTruth], *, fmt: str) -> bytes:
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(EXPORT_FIELDS)
         for r in rows:
-            r = dict(r, classification=json.dumps(r["classification"], sort_keys=True))
+            r = dict(
+                r,
+                classification=json.dumps(r["classification"], sort_keys=True),
+                fields=json.dumps(r["fields"], sort_keys=True),
+            )
             writer.writerow(["" if r[f] is None else r[f] for f in EXPORT_FIELDS])
         return buffer.getvalue().encode()
     raise ValueError(f"unknown export format {fmt!r}")

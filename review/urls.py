@@ -13,6 +13,7 @@ urlpatterns = [
     path("packets/<int:packet_id>/validate/", views.packet_validate, name="validate"),
     path("packets/<int:packet_id>/correct/", views.packet_correct, name="correct"),
     path("packets/<int:packet_id>/release/", views.packet_release, name="release"),
+    path("packets/<int:packet_id>/fields/", views.packet_fields, name="fields"),
     path("packets/<int:packet_id>/pages/<int:number>.png", views.page_image, name="page_image"),
     path("export/", views.export, name="export"),
     path("metrics/", views.metrics, name="metrics"),

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_POST
 
 from config.http import HtmxHttpRequest
 from documents.models import Document, Page
-from reliability.models import Attempt, Run
+from reliability.models import Attempt, Extraction, Run
 from reliability.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput, Severity
 from review import services
 from review.context import context_for
@@ -205,7 +205,32 @@ def _packet_context(
         ),
         "error": error,
         "lock_minutes": settings.REVIEW_LOCK_MINUTES,
+        "extractions": _extractions(packet),
     }
+
+
+def _extractions(packet: ReviewPacket) -> list[dict[str, Any]]:
+    rows = []
+    for extraction in Extraction.objects.filter(run_id=packet.run_id).order_by("segment_index"):
+        fields = []
+        for name, data in extraction.fields.items():
+            key = f"{extraction.segment_index}:{name}"
+            value = data.get("value")
+            shown = "; ".join(value) if isinstance(value, list) else (value or "")
+            fields.append(
+                {
+                    "key": key,
+                    "name": name,
+                    "value": shown,
+                    "corrected": packet.field_corrections.get(key),
+                    "status": data.get("status"),
+                    "confidence": data.get("confidence"),
+                    "snippet": data.get("snippet"),
+                    "page": data.get("page"),
+                }
+            )
+        rows.append({"extraction": extraction, "fields": fields})
+    return rows
 
 
 @login_required
@@ -283,6 +308,42 @@ def packet_correct(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
     return _after_decision(
         request, f"Corrected “{packet.document.original_filename}”: ground truth recorded."
     )
+
+
+@login_required
+@require_POST
+def packet_fields(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
+    """Save the reviewer's corrections of extracted fields; the decision carries them into
+    ground truth."""
+    packet = _get_packet_for_reviewer(request, packet_id)
+    if packet.status == ReviewPacket.Status.COMPLETED or not services.lock_is_free(
+        packet, request.user
+    ):
+        return _refused(
+            request,
+            packet,
+            services.ReviewRefused(
+                "Only the reviewer holding the lock can correct fields before deciding."
+            ),
+        )
+    corrections = dict(packet.field_corrections)
+    for row in _extractions(packet):
+        for f in row["fields"]:
+            submitted = request.POST.get(f"field-{f['key']}")
+            if submitted is None:
+                continue
+            if submitted.strip() != (f["value"] or ""):
+                corrections[f["key"]] = submitted.strip()
+            else:
+                corrections.pop(f["key"], None)
+    packet.field_corrections = corrections
+    packet.save(update_fields=["field_corrections", "updated_at"])
+    messages.success(
+        request,
+        f"{len(corrections)} field correction(s) saved; they go into "
+        "the ground truth with your decision.",
+    )
+    return redirect("review:packet", packet_id=packet.pk)
 
 
 @login_required

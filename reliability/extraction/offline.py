@@ -26,13 +26,18 @@ _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 FORMAT_PATTERNS: dict[str, str] = {
     "number": r"-?\d+(?:\.\d+)?",
     "percentage": r"\d{1,3}(?:\.\d+)?\s*%",
-    "date": rf"\b(?:\d{{1,2}}/\d{{1,2}}/\d{{2,4}}|\d{{4}}-\d{{2}}-\d{{2}}|{_MONTHS}\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\s+{_MONTHS}\s+\d{{4}})\b",
+    "date": (
+        r"\b(?:\d{1,2}/\d{1,2}/\d{2,4}|\d{4}-\d{2}-\d{2}"
+        rf"|{_MONTHS}\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\s+{_MONTHS}\s+\d{{4}})\b"
+    ),
     "currency": r"\$?\s?\d{1,3}(?:,\d{3})*(?:\.\d{2})?|\$?\s?\d+(?:\.\d{2})?",
     "ssn": r"\b(?:\d{3}|[Xx*]{3})-(?:\d{2}|[Xx*]{2})-\d{4}\b",
     "ein": r"\b\d{2}-\d{7}\b",
     "year": r"\b(?:19|20)\d{2}\b",
-    "measurement": r"\b\d+(?:\.\d+)?(?:\s*[x×]\s*\d+(?:\.\d+)?)*\s*(?:mm|cm|ml|mL)\b",
+    "measurement": r"\b\d+(?:\.\d+)?(?:\s*[x\u00d7]\s*\d+(?:\.\d+)?)*\s*(?:mm|cm|ml|mL)\b",
 }
+# A free-text value follows its label after ":", " - ", an en or em dash, or "=".
+_LABEL_SEPARATOR = re.compile(r"\s*(?::|-\s|\u2013|\u2014|=)")
 # Formats whose values are distinctive enough to be found without a label (level 2).
 DISTINCTIVE = {"date", "ssn", "ein", "measurement", "enum", "regex"}
 
@@ -58,7 +63,7 @@ def _label_pattern(labels: list[str]) -> re.Pattern[str]:
 
 def _parse(spec: FieldSpec, text: str) -> Any:
     """The value of this field's format at the start of ``text``, or None."""
-    text = text.strip().lstrip(":-–—=#").strip()
+    text = text.strip().lstrip(":-\u2013\u2014=#").strip()
     if not text:
         return None
     if spec.format == "text":
@@ -107,7 +112,7 @@ def _find(spec: FieldSpec, pages: list[str], level: int) -> list[tuple[Any, str,
                 line_start, line_end = _line_bounds(text, match.start(), match.end())
                 tail = text[match.end() : line_end]
                 if level == 0:
-                    if spec.format == "text" and not re.match(r"\s*(?::|-\s|–|—|=)", tail):
+                    if spec.format == "text" and not _LABEL_SEPARATOR.match(tail):
                         continue  # a label word inside a sentence is not a field label
                     value = _parse(spec, tail)
                     if value is not None:
@@ -129,8 +134,9 @@ def _find(spec: FieldSpec, pages: list[str], level: int) -> list[tuple[Any, str,
                     if spec.format == "enum"
                     else FORMAT_PATTERNS[spec.format]
                 )
-                match = re.search(pattern, text, 0 if spec.format == "regex" else re.IGNORECASE)
-                if match:
+                found = re.search(pattern, text, 0 if spec.format == "regex" else re.IGNORECASE)
+                if found:
+                    match = found
                     a, b = _line_bounds(text, match.start(), match.end())
                     hits.append(
                         (_parse(spec, match.group(0)) or match.group(0), text[a:b].strip(), number)
