@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
@@ -50,7 +50,8 @@ def loop_config(options: ProcessingOptions, preset: str) -> LoopConfig:
         "min_improvement": settings.EXTRACTION_MIN_IMPROVEMENT,
         "timeout_seconds": settings.EXTRACTION_TIMEOUT_SECONDS,
     }
-    values.update(settings.EXTRACTION_PRESETS.get(preset, {}))
+    presets = cast(dict[str, dict[str, Any]], settings.EXTRACTION_PRESETS)
+    values.update(presets.get(preset, {}))
     if options.quality_threshold is not None:
         values["quality_threshold"] = options.quality_threshold
     if options.max_iterations is not None:

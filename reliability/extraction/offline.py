@@ -136,10 +136,9 @@ def _find(spec: FieldSpec, pages: list[str], level: int) -> list[tuple[Any, str,
                 )
                 found = re.search(pattern, text, 0 if spec.format == "regex" else re.IGNORECASE)
                 if found:
-                    match = found
-                    a, b = _line_bounds(text, match.start(), match.end())
+                    a, b = _line_bounds(text, found.start(), found.end())
                     hits.append(
-                        (_parse(spec, match.group(0)) or match.group(0), text[a:b].strip(), number)
+                        (_parse(spec, found.group(0)) or found.group(0), text[a:b].strip(), number)
                     )
     return hits
 
