@@ -23,5 +23,6 @@ urlpatterns = [
     path("documents/", include("documents.urls")),
     path("runs/", include("reliability.urls")),
     path("review/", include("review.urls")),
+    path("api/v1/", include("reliability.api_urls")),
     path("healthz", healthz, name="healthz"),
 ]

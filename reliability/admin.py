@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 
-from reliability.models import Attempt, Issue, Run
+from reliability.models import ApiToken, Attempt, Extraction, ExtractionTemplate, Issue, Run
 from review.admin import ReadOnlyAdmin
 
 
@@ -45,3 +47,37 @@ class IssueAdmin(ReadOnlyAdmin):
     list_display = ("issue_id", "severity", "code", "agent", "attempt")
     list_filter = ("severity", "agent", "code")
     search_fields = ("message",)
+
+
+@admin.register(Extraction)
+class ExtractionAdmin(ReadOnlyAdmin):
+    list_display = (
+        "document",
+        "doc_type",
+        "status",
+        "final_score",
+        "iterations_count",
+        "stopped_reason",
+        "created_at",
+    )
+    list_filter = ("status", "doc_type", "stopped_reason")
+    list_select_related = ("document",)
+
+
+@admin.register(ExtractionTemplate)
+class ExtractionTemplateAdmin(ReadOnlyAdmin):
+    """The template packs in force (edit the JSON files; they are validated at start-up)."""
+
+    list_display = ("pack", "doc_type", "title", "field_count", "pack_version", "synced_at")
+    list_filter = ("pack",)
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked")
+    list_filter = ("revoked",)
+    readonly_fields = ("user", "name", "key_hash", "prefix", "created_at", "last_used_at")
+    fields = ("user", "name", "prefix", "created_at", "last_used_at", "revoked")
+
+    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
+        return False  # create tokens with manage.py create_api_token: the key is shown once

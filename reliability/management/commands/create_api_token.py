@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from reliability.api import token_create
+
+
+class Command(BaseCommand):
+    help = "Create an API token for a user and print its key (shown once; only a hash is kept)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("username")
+        parser.add_argument("--name", default="api")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        user = get_user_model().objects.filter(username=options["username"]).first()
+        if user is None:
+            raise CommandError(f"No user named {options['username']!r}.")
+        token, key = token_create(user=user, name=options["name"])
+        self.stdout.write(f"Token {token.name} ({token.prefix}…) for {user.username}:")
+        self.stdout.write(key)

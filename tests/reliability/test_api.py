@@ -1,0 +1,186 @@
+"""The JSON API end to end through HTTP (a live server and a real HTTP client)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+import uuid
+
+import pytest
+
+from documents.models import Document
+from documents.pdfgen import text_pdf
+from reliability.api import openapi_schema, token_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REPORT = [
+    [
+        "SURGICAL PATHOLOGY REPORT",
+        "FINAL DIAGNOSIS",
+        "Left breast, core biopsy: invasive ductal carcinoma, Nottingham grade 2.",
+        "Estrogen receptor (ER): positive, 95%.",
+        "Ki-67: 20%.",
+        "Date of report: 03/14/2025",
+    ]
+]
+
+
+def call(url, *, token=None, method="GET", fields=None, file=None):
+    boundary = uuid.uuid4().hex
+    data = None
+    headers = {}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    if method == "POST":
+        parts = []
+        for name, value in (fields or {}).items():
+            parts.append(
+                f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
+                f"{value}\r\n".encode()
+            )
+        if file is not None:
+            filename, content = file
+            parts.append(
+                f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+                f'filename="{filename}"\r\nContent-Type: application/pdf\r\n\r\n'.encode()
+                + content
+                + b"\r\n"
+            )
+        data = b"".join(parts) + f"--{boundary}--\r\n".encode()
+        headers["Content-Type"] = f"multipart/form-data; boundary={boundary}"
+    request = urllib.request.Request(url, data=data, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as failure:
+        return failure.code, json.loads(failure.read())
+
+
+@pytest.fixture
+def token(django_user_model):
+    user = django_user_model.objects.create_user(username="lims", password="x")
+    return token_create(user=user, name="lims")[1]
+
+
+def test_without_a_token_the_api_refuses(live_server):
+    status, body = call(
+        f"{live_server.url}/api/v1/documents/", method="POST", file=("a.pdf", text_pdf(REPORT))
+    )
+    assert status == 401
+    assert body["error"] == "Authentication required: send 'Authorization: Bearer <token>'."
+    status, body = call(f"{live_server.url}/api/v1/documents/{uuid.uuid4()}/", token="vt_nope")
+    assert status == 401 and "not valid" in body["error"]
+    assert not Document.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "fields,message",
+    [
+        (
+            {"quality_threshold": "1.5"},
+            "quality_threshold: Input should be less than or equal to 1",
+        ),
+        ({"max_iterations": "0"}, "max_iterations: Input should be greater than or equal to 1"),
+        ({"preset": "turbo"}, "preset must be one of real-time, batch, clinical"),
+        ({"type_override": "xray"}, "type_override: Input should be"),
+        ({"colour": "blue"}, "colour: Extra inputs are not permitted"),
+        ({"options": "{not json"}, "The 'options' field is not valid JSON."),
+    ],
+)
+def test_bad_options_are_refused_with_a_clear_message(live_server, token, fields, message):
+    status, body = call(
+        f"{live_server.url}/api/v1/documents/",
+        token=token,
+        method="POST",
+        fields=fields,
+        file=("a.pdf", text_pdf(REPORT)),
+    )
+    assert status == 400
+    assert message in body["error"]
+    assert not Document.objects.exists()
+
+
+def test_a_missing_file_and_a_bad_file_are_refused(live_server, token):
+    status, body = call(f"{live_server.url}/api/v1/documents/", token=token, method="POST")
+    assert (status, body["error"]) == (400, "Attach the document as the multipart field 'file'.")
+    status, body = call(
+        f"{live_server.url}/api/v1/documents/",
+        token=token,
+        method="POST",
+        file=("scan.pdf", b"not a pdf"),
+    )
+    assert status == 400 and body["code"] == "not_pdf"
+
+
+def test_submit_poll_and_fetch_the_result_with_loop_history(live_server, token):
+    status, body = call(
+        f"{live_server.url}/api/v1/documents/",
+        token=token,
+        method="POST",
+        fields={
+            "options": json.dumps(
+                {
+                    "enable_reliability_loop": True,
+                    "quality_threshold": 0.9,
+                    "max_iterations": 2,
+                    "preset": "batch",
+                }
+            )
+        },
+        file=("path.pdf", text_pdf(REPORT)),
+    )
+    assert status == 202, body
+    document_id = body["id"]
+    status, polled = call(live_server.url + body["status_url"], token=token)
+    assert status == 200 and polled["status"] == "completed"  # inline jobs: already done
+    assert polled["options"]["max_iterations"] == 2
+
+    status, result = call(live_server.url + body["result_url"] + "?history=1", token=token)
+    assert status == 200
+    assert result["type"] == "pathology"
+    [segment] = result["fields"]
+    fields = segment["fields"]
+    assert fields["grade"]["value"] == "2" and fields["grade"]["status"] == "found"
+    assert fields["ki67"]["value"] == "20%"
+    assert fields["report_date"]["value"] == "03/14/2025"
+    loop = segment["loop"]
+    assert loop["iterations"] == len(loop["history"]) <= 2
+    assert loop["final_score"] >= loop["history"][0]["score"]
+    assert isinstance(result["processing_time_seconds"], float)
+
+    status, again = call(
+        f"{live_server.url}/api/v1/documents/",
+        token=token,
+        method="POST",
+        file=("copy.pdf", text_pdf(REPORT)),
+    )
+    assert status == 409 and "already uploaded" in again["error"]
+    assert Document.objects.get(pk=document_id).uploaded_by.username == "lims"
+
+
+def test_a_client_sees_only_its_own_documents(live_server, token, django_user_model):
+    status, body = call(
+        f"{live_server.url}/api/v1/documents/",
+        token=token,
+        method="POST",
+        file=("path.pdf", text_pdf(REPORT)),
+    )
+    other = token_create(
+        user=django_user_model.objects.create_user("other", password="x"), name="other"
+    )[1]
+    status, refused = call(live_server.url + body["status_url"], token=other)
+    assert (status, refused["error"]) == (404, "No such document for this token.")
+
+
+def test_the_openapi_schema_is_served_and_describes_every_path(live_server):
+    with urllib.request.urlopen(f"{live_server.url}/api/v1/openapi.json") as response:
+        schema = json.loads(response.read())
+    assert schema == json.loads(json.dumps(openapi_schema()))
+    assert set(schema["paths"]) == {
+        "/api/v1/documents/",
+        "/api/v1/documents/{document_id}/",
+        "/api/v1/documents/{document_id}/result/",
+    }
+    assert schema["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
