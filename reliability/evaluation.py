@@ -255,3 +255,120 @@ def format_report(metrics: dict[str, Any]) -> str:
             f"decisions {b['decisions']}",
         ]
     return "\n".join(lines)
+
+
+# -- field extraction ------------------------------------------------------------------------------
+
+
+def _norm(value: Any) -> str:
+    return " ".join(str(value).lower().replace("\u2019", "'").split()).strip(" .,:;")
+
+
+def value_matches(expected: Any, predicted: Any) -> bool:
+    """Text fields match when one contains the other (at least 3 characters); short values
+    must be equal after normalisation."""
+    e, p = _norm(expected), _norm(predicted)
+    if not e or not p:
+        return False
+    if min(len(e), len(p)) < 3:
+        return e == p
+    return e in p or p in e
+
+
+@dataclass
+class FieldCounts:
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+
+    def add(self, expected: Any, predicted: Any) -> None:
+        if isinstance(expected, list) or isinstance(predicted, list):
+            exp = expected or []
+            pred = predicted if isinstance(predicted, list) else ([predicted] if predicted else [])
+            matched = [e for e in exp if any(value_matches(e, p) for p in pred)]
+            self.tp += len(matched)
+            self.fn += len(exp) - len(matched)
+            self.fp += sum(1 for p in pred if not any(value_matches(e, p) for e in exp))
+        elif expected is None:
+            self.fp += predicted is not None
+        elif predicted is None:
+            self.fn += 1
+        elif value_matches(expected, predicted):
+            self.tp += 1
+        else:
+            self.fp += 1
+            self.fn += 1
+
+    def as_dict(self) -> dict[str, Any]:
+        precision = self.tp / (self.tp + self.fp) if self.tp + self.fp else 0.0
+        recall = self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
+        return {
+            "tp": self.tp,
+            "fp": self.fp,
+            "fn": self.fn,
+            "precision": round(precision, 4),
+            "recall": round(recall, 4),
+        }
+
+
+def evaluate_fields(
+    corpus: Path,
+    fields_file: Path,
+    *,
+    extract: Extract,
+    run: Callable[[str, list[str], bool], dict[str, Any]],
+) -> dict[str, Any]:
+    """Field-level precision and recall, single pass versus the loop.
+
+    ``run(doc_type, pages, loop)`` returns {field name: value or None} and the loop's data.
+    The true label picks the template, so classification errors do not blur the figures.
+    """
+    labels = {row["doc_id"]: row for row in read_labels(corpus)}
+    modes: dict[str, dict[str, Any]] = {}
+    for loop in (False, True):
+        totals = FieldCounts()
+        per_field: dict[str, FieldCounts] = {}
+        iterations = []
+        scores = []
+        for line in fields_file.read_text().splitlines():
+            if not line.strip():
+                continue
+            spec = json.loads(line)
+            row = labels[spec["doc_id"]]
+            result = run(row["label"], extract(corpus / row["path"]), loop)
+            iterations.append(result["iterations"])
+            scores.append(result["score"])
+            for name, expected in spec["fields"].items():
+                predicted = result["values"].get(name)
+                per_field.setdefault(name, FieldCounts()).add(expected, predicted)
+                totals.add(expected, predicted)
+        modes["loop" if loop else "single_pass"] = {
+            **totals.as_dict(),
+            "mean_iterations": round(sum(iterations) / len(iterations), 2) if iterations else 0,
+            "mean_score": round(sum(scores) / len(scores), 4) if scores else 0,
+            "per_field": {k: v.as_dict() for k, v in sorted(per_field.items())},
+        }
+    return modes
+
+
+def format_fields(modes: dict[str, Any]) -> str:
+    lines = [
+        "",
+        "Field extraction (true type's template):",
+        f"{'mode':<13}{'precision':>10}{'recall':>8}{'tp':>5}{'fp':>5}{'fn':>5}"
+        f"{'iterations':>12}{'score':>8}",
+    ]
+    for mode, m in modes.items():
+        lines.append(
+            f"{mode:<13}{m['precision']:>10.3f}{m['recall']:>8.3f}{m['tp']:>5}"
+            f"{m['fp']:>5}{m['fn']:>5}{m['mean_iterations']:>12}{m['mean_score']:>8.3f}"
+        )
+    for mode, m in modes.items():
+        lines.append(
+            f"  {mode}: "
+            + ", ".join(
+                f"{name} P {f['precision']:.2f} R {f['recall']:.2f}"
+                for name, f in m["per_field"].items()
+            )
+        )
+    return "\n".join(lines)

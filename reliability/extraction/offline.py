@@ -20,6 +20,7 @@ FOUND = "found"
 NOT_PRESENT = "not_present"
 AMBIGUOUS = "ambiguous"
 MAX_LEVEL = 2
+MIN_UNLABELLED_CHARS = 4
 CONFIDENCE_BY_LEVEL = {0: 0.9, 1: 0.8, 2: 0.6}
 
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
@@ -134,7 +135,16 @@ def _find(spec: FieldSpec, pages: list[str], level: int) -> list[tuple[Any, str,
                     if spec.format == "enum"
                     else FORMAT_PATTERNS[spec.format]
                 )
-                found = re.search(pattern, text, 0 if spec.format == "regex" else re.IGNORECASE)
+                flags = 0 if spec.format == "regex" else re.IGNORECASE
+                # Without its label, a short value ("2") is not evidence of anything.
+                found = next(
+                    (
+                        m
+                        for m in re.finditer(pattern, text, flags)
+                        if len(m.group(0).strip()) >= MIN_UNLABELLED_CHARS
+                    ),
+                    None,
+                )
                 if found:
                     a, b = _line_bounds(text, found.start(), found.end())
                     hits.append(

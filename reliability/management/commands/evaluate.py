@@ -24,6 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", dest="json_out", help="also write the figures here")
         parser.add_argument("--preset", default=None)
         parser.add_argument("--limit", type=int, default=None)
+        parser.add_argument("--fields", help="expected fields (JSONL); default CORPUS/fields.jsonl")
 
     def handle(self, *args: Any, **options: Any) -> None:
         corpus = Path(options["corpus"])
@@ -59,7 +60,37 @@ class Command(BaseCommand):
             "model": primary.model,
             "preset": preset.name,
         }
+        fields_file = Path(options["fields"]) if options["fields"] else corpus / "fields.jsonl"
+        if fields_file.exists():
+            metrics["fields"] = evaluation.evaluate_fields(
+                corpus, fields_file, extract=extract, run=self._extract_fields
+            )
         self.stdout.write(evaluation.format_report(metrics))
+        if "fields" in metrics:
+            self.stdout.write(evaluation.format_fields(metrics["fields"]))
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(metrics, indent=2, sort_keys=True))
             self.stdout.write(f"Wrote {options['json_out']}")
+
+    def _extract_fields(self, doc_type: str, pages: list[str], loop: bool) -> dict[str, Any]:
+        from reliability.extraction.loop import offline_extractor, run_loop
+        from reliability.extraction.templates import find_template
+        from reliability.extraction_service import ProcessingOptions, loop_config, packs
+
+        template = find_template(packs(), doc_type)
+        if template is None:
+            return {"values": {}, "iterations": 0, "score": 0.0}
+        config = loop_config(
+            ProcessingOptions(enable_reliability_loop=loop), settings.RELIABILITY_PRESET
+        )
+        result = run_loop(
+            template=template,
+            pages=pages,
+            extractor=offline_extractor(template, pages),
+            config=config,
+        )
+        values = {
+            name: (f.value if f.status == "found" else None)
+            for name, f in result.best.fields.items()
+        }
+        return {"values": values, "iterations": len(result.iterations), "score": result.final_score}

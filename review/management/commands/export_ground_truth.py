@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import sys
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,6 @@ class Command(BaseCommand):
             Path(options["out"]).write_bytes(body)
             self.stderr.write(f"Wrote {records.count()} record(s) to {options['out']}")
         elif body:
-            sys.stdout.buffer.write(body)
+            self.stdout.write(body.decode(), ending="")
         else:
             raise CommandError("No ground truth matches.")
