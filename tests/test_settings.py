@@ -73,3 +73,11 @@ def test_check_deploy_flags_the_development_defaults():
     result = run_manage("check", "--deploy", "--fail-level", "WARNING", env={})
     assert result.returncode != 0
     assert "SECRET_KEY" in result.stderr
+
+
+def test_the_deployment_chooses_its_template_packs_and_a_bad_one_stops_start_up():
+    both = run_manage("check", env={"EXTRACTION_PACKS": "clinical,us_tax"})
+    assert both.returncode == 0, both.stderr
+    bad = run_manage("check", env={"EXTRACTION_PACKS": "clinical,astrology"})
+    assert bad.returncode != 0
+    assert "No template pack 'astrology' (available: clinical, us_tax)." in bad.stderr

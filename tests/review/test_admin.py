@@ -19,6 +19,9 @@ MODELS = [
     "review_review",
     "review_groundtruth",
     "review_auditevent",
+    "reliability_extraction",
+    "reliability_extractiontemplate",
+    "reliability_apitoken",
 ]
 READ_ONLY = [
     "reliability_run",
