@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from reliability.grounding import contains_term, find_snippet
-from reliability.schemas import ClassificationOutput, Issue, Severity
+from reliability.schemas import ClassificationOutput, Issue, Severity, make_issue
 from reliability.verifiers.context import DocumentContext
 
 AGENT = "V4"
+# Every grounding problem is one a language model can fix by quoting the page again.
+_issue = partial(make_issue, AGENT, llm=True)
 GENERIC_SNIPPET = re.compile(
     r"^\W*(see (the )?(attached|above|below|report|previous|enclosed)\b.*|as above|n/?a|none|"
     r"not applicable|unknown|document|report|page \d+|\.\.\.)\W*$",
@@ -59,15 +62,13 @@ def verify(output: ClassificationOutput, context: DocumentContext) -> GroundingR
                 generic = len(snippet) < GENERIC_MIN_CHARS or GENERIC_SNIPPET.match(snippet)
                 if generic and t.confidence >= HIGH_CONFIDENCE:
                     issues.append(
-                        Issue(
-                            agent=AGENT,
-                            severity=Severity.MAJOR,
-                            code="generic_evidence",
-                            message=f"Generic evidence “{snippet}” backs {t.type.value} at "
+                        _issue(
+                            Severity.MAJOR,
+                            "generic_evidence",
+                            f"Generic evidence “{snippet}” backs {t.type.value} at "
                             f"confidence {t.confidence:.2f}.",
-                            location=where,
-                            suggested_fix="Quote specific text from the page.",
-                            llm_fixable=True,
+                            where,
+                            "Quote specific text from the page.",
                         )
                     )
                 page_text = context.page_text(evidence.page)
@@ -89,15 +90,13 @@ def verify(output: ClassificationOutput, context: DocumentContext) -> GroundingR
                     missing = [a for a in evidence.anchors_found if not contains_term(a, page_norm)]
                     if missing:
                         issues.append(
-                            Issue(
-                                agent=AGENT,
-                                severity=Severity.MAJOR,
-                                code="anchor_not_on_page",
-                                message=f"Anchors {', '.join(repr(a) for a in missing)} are not on "
+                            _issue(
+                                Severity.MAJOR,
+                                "anchor_not_on_page",
+                                f"Anchors {', '.join(repr(a) for a in missing)} are not on "
                                 f"page {evidence.page}.",
-                                location=where,
-                                suggested_fix="Name only terms that appear on the page.",
-                                llm_fixable=True,
+                                where,
+                                "Name only terms that appear on the page.",
                             )
                         )
                     continue
@@ -120,28 +119,24 @@ def verify(output: ClassificationOutput, context: DocumentContext) -> GroundingR
                         break
                 if elsewhere is not None:
                     issues.append(
-                        Issue(
-                            agent=AGENT,
-                            severity=Severity.MAJOR,
-                            code="evidence_wrong_page",
-                            message=f"Evidence for {t.type.value} claims page {evidence.page} but "
+                        _issue(
+                            Severity.MAJOR,
+                            "evidence_wrong_page",
+                            f"Evidence for {t.type.value} claims page {evidence.page} but "
                             f"is on page {elsewhere}.",
-                            location=where,
-                            suggested_fix=f"Cite page {elsewhere}.",
-                            llm_fixable=True,
+                            where,
+                            f"Cite page {elsewhere}.",
                         )
                     )
                 else:
                     issues.append(
-                        Issue(
-                            agent=AGENT,
-                            severity=Severity.BLOCKER,
-                            code="fabricated_evidence",
-                            message=f"Evidence for {t.type.value} is not in the document: "
+                        _issue(
+                            Severity.BLOCKER,
+                            "fabricated_evidence",
+                            f"Evidence for {t.type.value} is not in the document: "
                             f"“{evidence.snippet[:120]}”.",
-                            location=where,
-                            suggested_fix="Quote text that is on the page, verbatim.",
-                            llm_fixable=True,
+                            where,
+                            "Quote text that is on the page, verbatim.",
                         )
                     )
     return GroundingReport(issues=issues, matches=matches, quality_score=quality_score(issues))

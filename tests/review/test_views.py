@@ -27,6 +27,19 @@ def login(user):
     return client
 
 
+PAGES = [
+    "queue",
+    "next",
+    "packet",
+    "page_image",
+    "validate",
+    "correct",
+    "release",
+    "export",
+    "metrics",
+]
+
+
 def urls(packet):
     return {
         "queue": ("get", reverse("review:queue")),
@@ -41,20 +54,7 @@ def urls(packet):
     }
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "queue",
-        "next",
-        "packet",
-        "page_image",
-        "validate",
-        "correct",
-        "release",
-        "export",
-        "metrics",
-    ],
-)
+@pytest.mark.parametrize("name", PAGES)
 def test_anonymous_visitors_are_sent_to_log_in(client, packet, name):
     method, url = urls(packet)[name]
     response = getattr(client, method)(url)
@@ -62,20 +62,7 @@ def test_anonymous_visitors_are_sent_to_log_in(client, packet, name):
     assert response.url.startswith(reverse("login"))
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "queue",
-        "next",
-        "packet",
-        "page_image",
-        "validate",
-        "correct",
-        "release",
-        "export",
-        "metrics",
-    ],
-)
+@pytest.mark.parametrize("name", PAGES)
 def test_a_user_without_a_role_is_forbidden(outsider, packet, name):
     method, url = urls(packet)[name]
     assert getattr(login(outsider), method)(url).status_code == 403
