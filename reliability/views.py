@@ -4,6 +4,7 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -17,8 +18,14 @@ from reliability.services import RunRefused, run_start
 from review.models import ReviewPacket
 
 
+def _require_documents(request: HtmxHttpRequest) -> None:
+    if not request.user.has_perm("documents.view_document"):
+        raise PermissionDenied("Your role does not allow this.")
+
+
 @login_required
 def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    _require_documents(request)
     run = get_object_or_404(
         Run.objects.select_related("document", "created_by").prefetch_related(
             Prefetch(
@@ -36,6 +43,7 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 def packet_download(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    _require_documents(request)
     packet = ReviewPacket.objects.select_related("run", "document").filter(run_id=run_id).first()
     if packet is None:
         raise Http404("This run was not escalated: it has no review packet.")
@@ -49,6 +57,7 @@ def packet_download(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def run_new(request: HtmxHttpRequest, document_id: str) -> HttpResponse:
+    _require_documents(request)
     document = get_object_or_404(Document, pk=document_id)
     try:
         run = run_start(document=document, user=request.user)

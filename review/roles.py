@@ -1,4 +1,4 @@
-"""The two roles as Django groups. The data migration creates them; ensure_roles() repairs them
+"""The two roles as Django groups. Migrations create them; ensure_roles() repairs them
 (after a test flush, or if an admin deleted one)."""
 
 from __future__ import annotations
@@ -7,18 +7,32 @@ from django.contrib.auth.models import Group, Permission
 
 REVIEWERS = "Reviewers"
 ADMINS = "Admins"
-ROLE_PERMISSIONS = {
-    REVIEWERS: ["review_packets"],
-    ADMINS: ["review_packets", "export_ground_truth", "view_metrics"],
+# (app label, codename) pairs. Documents are patient data: reading them needs a role.
+DOCUMENT_PERMISSIONS = [("documents", "view_document"), ("documents", "add_document")]
+ROLE_PERMISSIONS: dict[str, list[tuple[str, str]]] = {
+    REVIEWERS: [("review", "review_packets"), *DOCUMENT_PERMISSIONS],
+    ADMINS: [
+        ("review", "review_packets"),
+        ("review", "export_ground_truth"),
+        ("review", "view_metrics"),
+        *DOCUMENT_PERMISSIONS,
+    ],
 }
+
+
+def permissions_for(role: str, permission_model: type[Permission] = Permission) -> list[Permission]:
+    wanted = ROLE_PERMISSIONS[role]
+    found = permission_model.objects.filter(
+        content_type__app_label__in={app for app, _ in wanted},
+        codename__in={code for _, code in wanted},
+    )
+    return [p for p in found if (p.content_type.app_label, p.codename) in wanted]
 
 
 def ensure_roles() -> dict[str, Group]:
     groups = {}
-    for name, codenames in ROLE_PERMISSIONS.items():
+    for name in ROLE_PERMISSIONS:
         group, _ = Group.objects.get_or_create(name=name)
-        group.permissions.add(
-            *Permission.objects.filter(content_type__app_label="review", codename__in=codenames)
-        )
+        group.permissions.add(*permissions_for(name))
         groups[name] = group
     return groups

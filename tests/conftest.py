@@ -34,9 +34,33 @@ def media_root(settings: Any, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def reviewer(django_user_model: Any) -> Any:
-    return django_user_model.objects.create_user(
+    from review.roles import REVIEWERS, ensure_roles
+
+    user = django_user_model.objects.create_user(
         username="rita", password=PASSWORD, first_name="Rita", last_name="Reviewer"
     )
+    user.groups.add(ensure_roles()[REVIEWERS])
+    return user
+
+
+def ready_document(*texts: str, sha: str = "c", **fields: Any) -> Any:
+    """A document already ingested: one page per text, paragraphs split on blank lines."""
+    from documents.models import Document, Page
+
+    document = Document.objects.create(
+        original_filename=f"doc-{sha}.pdf",
+        sha256=sha * 64,
+        mime_type=Document.MIME_PDF,
+        size_bytes=1,
+        page_count=len(texts),
+        status=Document.Status.READY,
+        **fields,
+    )
+    for number, text in enumerate(texts, start=1):
+        Page.objects.create(
+            document=document, number=number, text=text, paragraphs=text.split("\n\n")
+        )
+    return document
 
 
 @pytest.fixture

@@ -129,3 +129,23 @@ def test_a_reviewer_cannot_use_the_admin(reviewer_client):
     response = reviewer_client.get(reverse("admin:documents_document_changelist"))
     assert response.status_code == 302
     assert response.url.startswith(reverse("admin:login"))
+
+
+@pytest.mark.parametrize("name", ["documents:list", "documents:upload", "documents:detail"])
+def test_a_user_without_a_role_may_not_see_documents(client, django_user_model, name):
+    document = make_document()
+    client.force_login(django_user_model.objects.create_user("norole", password="x"))
+    url = reverse(name, args=[document.pk] if name == "documents:detail" else [])
+    assert client.get(url).status_code == 403
+    assert client.post(reverse("documents:retry", args=[document.pk])).status_code == 403
+
+
+def test_a_user_without_a_role_may_not_see_runs(client, django_user_model):
+    from reliability.models import Run
+
+    document = make_document()
+    run = Run.objects.create(document=document, preset="clinical", classifier="offline")
+    client.force_login(django_user_model.objects.create_user("norole", password="x"))
+    assert client.get(reverse("reliability:run", args=[run.pk])).status_code == 403
+    assert client.get(reverse("reliability:packet", args=[run.pk])).status_code == 403
+    assert client.post(reverse("reliability:new", args=[document.pk])).status_code == 403
