@@ -9,13 +9,14 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from documents.models import Document, Page
+from documents.models import Document
 from reliability import llm, services
 from reliability.evaluation import evaluate_fields, value_matches
 from reliability.extraction_service import POOR_OCR_REASON, templates_sync
 from reliability.models import Extraction, ExtractionTemplate
 from review.models import GroundTruth
 from review.roles import REVIEWERS, ensure_roles
+from tests.conftest import ready_document
 from tests.reliability.gemini_stub import GeminiStub
 from tests.review.conftest import make_packet
 
@@ -34,21 +35,6 @@ RADIOLOGY = (
 )
 
 
-def document(*pages: str, sha: str = "e", **fields) -> Document:
-    doc = Document.objects.create(
-        original_filename="d.pdf",
-        sha256=sha * 64,
-        mime_type=Document.MIME_PDF,
-        size_bytes=1,
-        page_count=len(pages),
-        status=Document.Status.READY,
-        **fields,
-    )
-    for n, text in enumerate(pages, start=1):
-        Page.objects.create(document=doc, number=n, text=text, paragraphs=text.split("\n\n"))
-    return doc
-
-
 def test_templates_are_mirrored_for_the_admin():
     assert templates_sync() == 5
     row = ExtractionTemplate.objects.get(pack="clinical", doc_type="genomic")
@@ -56,7 +42,7 @@ def test_templates_are_mirrored_for_the_admin():
 
 
 def test_each_segment_of_a_composite_document_is_extracted_with_its_template():
-    doc = document(PATHOLOGY, RADIOLOGY)
+    doc = ready_document(PATHOLOGY, RADIOLOGY)
     run = services.run_start(document=doc)
     extractions = list(Extraction.objects.filter(run=run).order_by("segment_index"))
     assert [(e.doc_type, e.start_page, e.end_page) for e in extractions] == [
@@ -68,7 +54,7 @@ def test_each_segment_of_a_composite_document_is_extracted_with_its_template():
 
 
 def test_a_poor_scan_is_refused_before_looping():
-    doc = document(PATHOLOGY, quality=Document.Quality.LOW_OCR, quality_message="blurry")
+    doc = ready_document(PATHOLOGY, quality=Document.Quality.LOW_OCR, quality_message="blurry")
     run = services.run_start(document=doc)
     extraction = Extraction.objects.get(run=run)
     assert extraction.status == "refused" and extraction.refused_reason == POOR_OCR_REASON
@@ -76,18 +62,18 @@ def test_a_poor_scan_is_refused_before_looping():
 
 
 def test_options_override_the_type_and_the_loop_and_presets_cap_it():
-    doc = document(RADIOLOGY, options={"type_override": "pathology", "max_iterations": 1})
+    doc = ready_document(RADIOLOGY, options={"type_override": "pathology", "max_iterations": 1})
     run = services.run_start(document=doc)
     extraction = Extraction.objects.get(run=run)
     assert extraction.doc_type == "pathology" and extraction.iterations_count == 1
-    realtime = document(PATHOLOGY, sha="f", options={"preset": "real-time"})
+    realtime = ready_document(PATHOLOGY, sha="f", options={"preset": "real-time"})
     run = services.run_start(document=realtime)
     assert run.preset == "real-time"
     assert Extraction.objects.get(run=run).iterations_count == 1  # the preset's own limit
 
 
 def test_accepted_ground_truth_carries_the_extracted_fields():
-    doc = document(PATHOLOGY)
+    doc = ready_document(PATHOLOGY)
     services.run_start(document=doc)
     truth = GroundTruth.objects.get(document=doc, source="AUTO_ACCEPTED")
     [segment] = truth.fields

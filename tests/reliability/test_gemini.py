@@ -7,10 +7,10 @@ import json
 import pytest
 from django.urls import reverse
 
-from documents.models import Document, Page
 from reliability import llm, services
 from reliability.models import Run
 from review.models import GroundTruth, ReviewPacket
+from tests.conftest import ready_document
 from tests.reliability.gemini_stub import GeminiStub
 
 
@@ -18,20 +18,6 @@ from tests.reliability.gemini_stub import GeminiStub
 def stub():
     with GeminiStub() as server:
         yield server
-
-
-def ready_document(pages, *, sha):
-    document = Document.objects.create(
-        original_filename="r.pdf",
-        sha256=sha * 64,
-        mime_type=Document.MIME_PDF,
-        size_bytes=1,
-        page_count=len(pages),
-        status=Document.Status.READY,
-    )
-    for n, text in enumerate(pages, start=1):
-        Page.objects.create(document=document, number=n, text=text)
-    return document
 
 
 def make_client(stub, **options):
@@ -139,7 +125,7 @@ def test_a_run_whose_llm_keeps_failing_is_recorded_as_failed(stub, settings, pag
     settings.LLM_BACKOFF_BASE_SECONDS = 0.01
     settings.LLM_MAX_TRANSPORT_RETRIES = 2
     stub.fail(503, times=10)
-    document = ready_document(pages, sha="a")
+    document = ready_document(*pages, sha="a")
 
     run = services.run_start(document=document)  # inline: executes after commit
     run.refresh_from_db()
@@ -165,7 +151,7 @@ def test_a_gemini_run_is_compared_with_the_offline_classifier(
     stub.reply(clean.model_dump_json())  # the re-ask
     stub.reply(json.dumps({"value": True, "confidence": 0.9}))
     stub.reply(json.dumps({"value": False, "confidence": 0.9}))
-    document = ready_document(pages, sha="b")
+    document = ready_document(*pages, sha="b")
 
     run = services.run_start(document=document)
     run.refresh_from_db()

@@ -12,11 +12,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from config.jobs import get_queue
-from documents.models import Document, Page
 from reliability import services, tasks
 from reliability.models import Run
 from review.models import GroundTruth, ReviewPacket
-from tests.conftest import run_burst_worker
+from tests.conftest import ready_document, run_burst_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,20 +24,6 @@ RADIOLOGY = (
     "pleural effusion. The mediastinal lymph nodes are not enlarged.\n\nIMPRESSION\n\n"
     "No acute cardiopulmonary abnormality on axial images."
 )
-
-
-def ready_document(*texts: str, sha: str = "c") -> Document:
-    document = Document.objects.create(
-        original_filename="ct.pdf",
-        sha256=sha * 64,
-        mime_type=Document.MIME_PDF,
-        size_bytes=1,
-        page_count=len(texts),
-        status=Document.Status.READY,
-    )
-    for number, text in enumerate(texts, start=1):
-        Page.objects.create(document=document, number=number, text=text)
-    return document
 
 
 def test_a_run_is_queued_and_a_burst_worker_completes_it(redis_url):
