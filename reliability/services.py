@@ -202,11 +202,6 @@ def run_execute(*, run_id: int, client: llm.GeminiClient | None = None) -> Run |
     comparison = comparison_for(
         best.output, second.classify(pages) if second else None, name=getattr(second, "name", "")
     )
-    usage = (
-        client.usage()
-        if client is not None
-        else {"calls": 0, "tokens_in": 0, "tokens_out": 0, "seconds": 0.0, "log": []}
-    )
     with transaction.atomic():
         for record in outcome.attempts:
             attempt = Attempt.objects.create(
@@ -228,6 +223,16 @@ def run_execute(*, run_id: int, client: llm.GeminiClient | None = None) -> Run |
                 note=record.note,
             )
             Issue.objects.bulk_create(_issue_rows(attempt, record))
+        if settings.AUTO_EXTRACT:
+            from reliability.extraction_service import extraction_run
+
+            extraction_run(run=run, output=best.output, client=client)
+        # Usage and duration are taken after extraction, so they count its LLM calls too.
+        usage = (
+            client.usage()
+            if client is not None
+            else {"calls": 0, "tokens_in": 0, "tokens_out": 0, "seconds": 0.0, "log": []}
+        )
         run.status = Run.Status.COMPLETED
         run.final_decision = decision.value
         run.attempts_count = len(outcome.attempts)
@@ -245,10 +250,6 @@ def run_execute(*, run_id: int, client: llm.GeminiClient | None = None) -> Run |
         run.finished_at = timezone.now()
         run.duration_seconds = round(time.perf_counter() - started, 4)
         run.save()
-        if settings.AUTO_EXTRACT:
-            from reliability.extraction_service import extraction_run
-
-            extraction_run(run=run, output=best.output, client=client)
         if decision == Decision.AUTO_ACCEPT:
             ground_truth_record(
                 document=document,

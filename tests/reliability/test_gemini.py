@@ -151,13 +151,26 @@ def test_a_gemini_run_is_compared_with_the_offline_classifier(
     stub.reply(clean.model_dump_json())  # the re-ask
     stub.reply(json.dumps({"value": True, "confidence": 0.9}))
     stub.reply(json.dumps({"value": False, "confidence": 0.9}))
-    document = ready_document(*pages, sha="b")
+    fields = [
+        "histology",
+        "grade",
+        "margins",
+        "er_status",
+        "pr_status",
+        "her2_status",
+        "ki67",
+        "report_date",
+        "institution",
+    ]
+    stub.reply(json.dumps({name: {"status": "not_present"} for name in fields}))
+    document = ready_document(*pages, sha="b", options={"enable_reliability_loop": False})
 
     run = services.run_start(document=document)
     run.refresh_from_db()
 
     assert run.final_decision == "ESCALATE_TO_SME"
-    assert run.llm_calls == 6 and run.tokens_in == 720
+    assert run.llm_calls == 7 and run.tokens_in == 840  # the extraction's call is counted
+    assert [c["operation"] for c in run.llm_log][-1] == "extract_fields"
     assert run.attempts.count() == 2
     assert run.attempts.get(number=1).feedback.startswith("--- FEEDBACK FROM PREVIOUS")
     packet = ReviewPacket.objects.get(run=run)
