@@ -72,6 +72,7 @@ class Command(BaseCommand):
                 f"Seeded {options['documents']} documents with packets in "
                 f"{time.perf_counter() - started:.1f} s"
             )
+            self._vacuum()
             large = self._query_counts(user)
             self.stdout.write(
                 f"SQL queries per page (100 packets -> {options['documents']} packets):"
@@ -270,6 +271,19 @@ class Command(BaseCommand):
         finally:
             server.terminate()
             server.wait(timeout=10)
+
+    def _vacuum(self) -> None:
+        """Fresh statistics and no dead rows from earlier runs, as autovacuum would leave."""
+        with connection.cursor() as cursor:
+            for table in (
+                "documents_document",
+                "documents_page",
+                "reliability_run",
+                "review_reviewpacket",
+                "review_auditevent",
+                "django_session",
+            ):
+                cursor.execute(f"VACUUM ANALYZE {table}")
 
     def _cleanup(self) -> None:
         from review.models import AuditEvent, GroundTruth
