@@ -41,6 +41,7 @@ MAX_EVIDENCE = 3
 COMPETITION_SLOPE = 3.5
 STRENGTH_SCALE = 10.0
 SNIPPET_CHARS = 220
+_PAGE_ONE = re.compile(r"\bpage\s+1\s+(?:of|/)\s+\d+\b", re.IGNORECASE)
 PRESENCE_RANK = {
     Presence.PRIMARY: 3,
     Presence.EMBEDDED_RAW: 2,
@@ -262,6 +263,10 @@ class OfflineClassifier:
             strong = top >= MIN_PAGE_SCORE and top >= NEW_SEGMENT_MARGIN * scores[current]
             if best != current and strong:
                 bounds.append([number, number, DOC_TYPES.index(best)])
+            elif _PAGE_ONE.search(pages[number - 1]):
+                # "Page 1 of N" on a later page: page numbering restarts, so a new document
+                # starts here even when it is of the same type as the one before.
+                bounds.append([number, number, DOC_TYPES.index(best if strong else current)])
             else:
                 bounds[-1][1] = number
 

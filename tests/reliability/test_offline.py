@@ -86,3 +86,15 @@ def test_the_vocabulary_is_versioned_data():
     vocabulary = load_vocabulary()
     assert vocabulary.version.startswith("offline-vocab-")
     assert set(vocabulary.types) == set(DocType)
+
+
+def test_page_numbering_that_restarts_starts_a_new_document_of_the_same_type():
+    report = pages_of("ct_chest_demo.pdf")[0]
+    first = report.replace("Page 1 of 1", "") + "\nPage 1 of 2"
+    second = "FINDINGS\nNo change in the nodule.\nIMPRESSION\nStable.\nPage 2 of 2"
+    third = report.replace("Page 1 of 1", "") + "\nPage 1 of 1"
+    output = OfflineClassifier().classify([first, second, third])
+    assert [(s.start_page, s.end_page, s.dominant_type) for s in output.segments] == [
+        (1, 2, DocType.RADIOLOGY),
+        (3, 3, DocType.RADIOLOGY),
+    ]
