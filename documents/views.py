@@ -3,13 +3,12 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from config.http import HtmxHttpRequest
+from config.http import HtmxHttpRequest, require_permission
 from documents.forms import UploadForm
 from documents.models import Document
 from documents.services import document_create, document_retry
@@ -20,15 +19,9 @@ from review.models import GroundTruth
 PAGE_SIZE = 50
 
 
-def _require(request: HtmxHttpRequest, permission: str) -> None:
-    """Documents are patient data: a login is not enough, the role must allow it."""
-    if not request.user.has_perm(f"documents.{permission}"):
-        raise PermissionDenied("Your role does not allow this.")
-
-
 @login_required
 def document_list(request: HtmxHttpRequest) -> HttpResponse:
-    _require(request, "view_document")
+    require_permission(request, "documents.view_document")
     documents = Document.objects.select_related("uploaded_by").order_by("-created_at")
     status = request.GET.get("status", "")
     if status in Document.Status.values:
@@ -56,7 +49,7 @@ def _upload_limits() -> dict[str, int]:
 @login_required
 @require_http_methods(["GET", "POST"])
 def document_upload(request: HtmxHttpRequest) -> HttpResponse:
-    _require(request, "add_document")
+    require_permission(request, "documents.add_document")
     if request.method == "GET":
         return render(request, "documents/upload.html", {"form": UploadForm(), **_upload_limits()})
 
@@ -87,7 +80,7 @@ def document_upload(request: HtmxHttpRequest) -> HttpResponse:
 
 @login_required
 def document_detail(request: HtmxHttpRequest, document_id: str) -> HttpResponse:
-    _require(request, "view_document")
+    require_permission(request, "documents.view_document")
     document = get_object_or_404(Document.objects.select_related("uploaded_by"), pk=document_id)
     template = "documents/detail.html"
     if request.htmx:
@@ -112,7 +105,7 @@ def document_detail(request: HtmxHttpRequest, document_id: str) -> HttpResponse:
 @login_required
 @require_POST
 def document_retry_view(request: HtmxHttpRequest, document_id: str) -> HttpResponse:
-    _require(request, "add_document")
+    require_permission(request, "documents.add_document")
     document = get_object_or_404(Document, pk=document_id)
     if document_retry(document=document):
         messages.success(request, f"Ingestion of “{document.original_filename}” restarted.")

@@ -4,13 +4,12 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from config.http import HtmxHttpRequest
+from config.http import HtmxHttpRequest, require_permission
 from documents.models import Document
 from reliability.models import Attempt, Issue, Run
 from reliability.packets import packet_as_dict
@@ -18,14 +17,9 @@ from reliability.services import RunRefused, run_start
 from review.models import ReviewPacket
 
 
-def _require_documents(request: HtmxHttpRequest) -> None:
-    if not request.user.has_perm("documents.view_document"):
-        raise PermissionDenied("Your role does not allow this.")
-
-
 @login_required
 def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
-    _require_documents(request)
+    require_permission(request, "documents.view_document")
     run = get_object_or_404(
         Run.objects.select_related("document", "created_by").prefetch_related(
             Prefetch(
@@ -43,7 +37,7 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 def packet_download(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
-    _require_documents(request)
+    require_permission(request, "documents.view_document")
     packet = ReviewPacket.objects.select_related("run", "document").filter(run_id=run_id).first()
     if packet is None:
         raise Http404("This run was not escalated: it has no review packet.")
@@ -57,7 +51,7 @@ def packet_download(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def run_new(request: HtmxHttpRequest, document_id: str) -> HttpResponse:
-    _require_documents(request)
+    require_permission(request, "documents.view_document")
     document = get_object_or_404(Document, pk=document_id)
     try:
         run = run_start(document=document, user=request.user)

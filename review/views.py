@@ -12,7 +12,6 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Avg, Count, Q
 from django.http import FileResponse, Http404, HttpResponse
@@ -20,7 +19,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from config.http import HtmxHttpRequest
+from config.http import HtmxHttpRequest, require_permission
 from documents.models import Document, Page
 from reliability.models import Attempt, Extraction, Run
 from reliability.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput, Severity
@@ -32,13 +31,8 @@ from review.models import AuditEvent, GroundTruth, Review, ReviewPacket
 SEVERITY_CHOICES = [(s.value, s.value.title()) for s in Severity]
 
 
-def _require(request: HtmxHttpRequest, permission: str) -> None:
-    if not request.user.has_perm(f"review.{permission}"):
-        raise PermissionDenied("Your role does not allow this.")
-
-
 def _get_packet_for_reviewer(request: HtmxHttpRequest, packet_id: int) -> ReviewPacket:
-    _require(request, "review_packets")
+    require_permission(request, "review.review_packets")
     return get_object_or_404(
         ReviewPacket.objects.select_related("document", "run", "locked_by"), pk=packet_id
     )
@@ -61,7 +55,7 @@ def _queue_counts() -> dict[str, int]:
 
 @login_required
 def queue(request: HtmxHttpRequest) -> HttpResponse:
-    _require(request, "review_packets")
+    require_permission(request, "review.review_packets")
     status = request.GET.get("status", "open")
     doc_type = request.GET.get("type", "")
     severity = request.GET.get("severity", "")
@@ -110,7 +104,7 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
 
 @login_required
 def next_packet(request: HtmxHttpRequest) -> HttpResponse:
-    _require(request, "review_packets")
+    require_permission(request, "review.review_packets")
     packet = services.next_packet_for(request.user)
     if packet is None:
         messages.info(request, "The queue is empty: every packet is decided or being reviewed.")
@@ -410,7 +404,7 @@ class ExportForm(forms.Form):
 
 @login_required
 def export(request: HtmxHttpRequest) -> HttpResponse:
-    _require(request, "export_ground_truth")
+    require_permission(request, "review.export_ground_truth")
     form = ExportForm(request.GET or None)
     if not request.GET or not form.is_valid():
         count = GroundTruth.objects.filter(superseded_by__isnull=True).count()
@@ -457,7 +451,7 @@ def _bars(rows: list[tuple[str, float]], *, width: int = 420, unit: str = "") ->
 
 @login_required
 def metrics(request: HtmxHttpRequest) -> HttpResponse:
-    _require(request, "view_metrics")
+    require_permission(request, "review.view_metrics")
     runs = Run.objects.filter(status=Run.Status.COMPLETED)
     decided = runs.aggregate(
         total=Count("pk"),
