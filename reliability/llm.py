@@ -420,11 +420,20 @@ class GeminiClassifier:
         )
 
 
+def uses_vertex(settings: Any) -> bool:
+    return bool(settings.GOOGLE_GENAI_USE_VERTEXAI and settings.GOOGLE_CLOUD_PROJECT)
+
+
+def configured(settings: Any) -> bool:
+    """An API key or Vertex AI settings are present: Gemini is the primary classifier."""
+    return bool(settings.GEMINI_API_KEY) or uses_vertex(settings)
+
+
 def client_from_settings(settings: Any, **overrides: Any) -> GeminiClient | None:
     """The configured client, or None when no key (nor Vertex settings) is configured."""
-    vertex = bool(settings.GOOGLE_GENAI_USE_VERTEXAI and settings.GOOGLE_CLOUD_PROJECT)
-    if not (settings.GEMINI_API_KEY or vertex):
+    if not configured(settings):
         return None
+    vertex = uses_vertex(settings)
     options: dict[str, Any] = dict(
         model=settings.GEMINI_MODEL,
         api_key=settings.GEMINI_API_KEY or None,

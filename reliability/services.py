@@ -39,13 +39,6 @@ def get_preset(name: str | None = None) -> pipeline.Preset:
     return pipeline.PRESETS[name]
 
 
-def llm_configured() -> bool:
-    return bool(
-        settings.GEMINI_API_KEY
-        or (settings.GOOGLE_GENAI_USE_VERTEXAI and settings.GOOGLE_CLOUD_PROJECT)
-    )
-
-
 def build_classifiers(client: llm.GeminiClient | None = None) -> tuple[Any, Any | None, Any]:
     """(primary, production comparison or None, LLM client or None) for the configuration."""
     client = client if client is not None else llm.client_from_settings(settings)
@@ -64,7 +57,7 @@ def run_start(*, document: Document, preset: str | None = None, user: Any | None
             document=document,
             preset=chosen.name,
             config={"preset": chosen.__dict__, "gemini_model": settings.GEMINI_MODEL},
-            classifier="gemini" if llm_configured() else "offline",
+            classifier="gemini" if llm.configured(settings) else "offline",
             created_by=user if user is not None and user.is_authenticated else None,
         )
         enqueue_on_commit(
