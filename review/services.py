@@ -51,6 +51,17 @@ def audit_record(*, user: Any, action: str, obj: Any, detail: dict[str, Any] | N
     )
 
 
+def lock_available(user: Any, now: datetime) -> Q:
+    """Packets this user may lock: unlocked, locked by the user, or with an expired lock.
+    The same rule as lock_is_free, for querysets."""
+    return (
+        Q(locked_by__isnull=True)
+        | Q(locked_by=user)
+        | Q(lock_expires_at__isnull=True)
+        | Q(lock_expires_at__lte=now)
+    )
+
+
 def lock_is_free(packet: ReviewPacket, user: Any, *, now: datetime | None = None) -> bool:
     now = now or timezone.now()
     return (
@@ -75,7 +86,7 @@ def packet_open(*, packet: ReviewPacket, user: Any) -> bool:
     expires = now + timedelta(minutes=settings.REVIEW_LOCK_MINUTES)
     taken = (
         ReviewPacket.objects.filter(pk=packet.pk, status__in=OPEN_STATUSES)
-        .filter(Q(locked_by__isnull=True) | Q(locked_by=user) | Q(lock_expires_at__lte=now))
+        .filter(lock_available(user, now))
         .update(locked_by=user, lock_expires_at=expires, status=ReviewPacket.Status.IN_REVIEW)
     )
     packet.refresh_from_db()
@@ -93,7 +104,7 @@ def next_packet_for(user: Any) -> ReviewPacket | None:
     now = timezone.now()
     return (
         ReviewPacket.objects.filter(status__in=OPEN_STATUSES)
-        .filter(Q(locked_by__isnull=True) | Q(locked_by=user) | Q(lock_expires_at__lte=now))
+        .filter(lock_available(user, now))
         .order_by("priority", "created_at", "pk")
         .first()
     )
@@ -172,12 +183,7 @@ def review_submit(
         )
         if packet.status == ReviewPacket.Status.COMPLETED:
             raise ReviewRefused("This packet has already been decided.")
-        now = timezone.now()
-        if (
-            packet.locked_by_id not in (None, reviewer.pk)
-            and packet.lock_expires_at
-            and packet.lock_expires_at > now
-        ):
+        if not lock_is_free(packet, reviewer):
             raise ReviewRefused(
                 f"{packet.locked_by.get_full_name() or packet.locked_by.username} is "  # type: ignore[union-attr]
                 f"reviewing this packet until {timezone.localtime(packet.lock_expires_at):%H:%M}."
