@@ -98,6 +98,17 @@ def _low_ocr_message(confidence: float) -> str:
     )
 
 
+def pages_extract(
+    *, name: str, data: bytes, ocr: Any | None = None
+) -> list[extraction.PageContent]:
+    """A file's pages with this deployment's OCR settings (tesseract unless ``ocr`` is given)."""
+    if ocr is None and name.lower().endswith(".pdf"):
+        ocr = make_tesseract_engine(language=settings.OCR_LANGUAGE)
+    return extraction.extract_file(
+        name, data, ocr=ocr, min_text_chars=settings.OCR_MIN_TEXT_CHARS, dpi=settings.OCR_DPI
+    )
+
+
 def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
     """Extract the stored file into pages; replaces any pages from an earlier attempt.
 
@@ -106,15 +117,8 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
     started = time.monotonic()
     with document.file.open("rb") as handle:
         data = handle.read()
-    engine = None
-    if document.is_pdf:
-        engine = ocr if ocr is not None else make_tesseract_engine(language=settings.OCR_LANGUAGE)
-    pages = extraction.extract_file(
-        "document.pdf" if document.is_pdf else "document.txt",
-        data,
-        ocr=engine,
-        min_text_chars=settings.OCR_MIN_TEXT_CHARS,
-        dpi=settings.OCR_DPI,
+    pages = pages_extract(
+        name="document.pdf" if document.is_pdf else "document.txt", data=data, ocr=ocr
     )
 
     ocr_pages = [p for p in pages if p.method == extraction.OCR]

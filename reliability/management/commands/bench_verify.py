@@ -6,11 +6,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from documents import extraction
-from documents.ocr import make_tesseract_engine
+from documents.services import pages_extract
 from reliability import faults, pipeline
 from reliability.evaluation import read_labels
 from reliability.services import get_preset
@@ -34,20 +32,10 @@ class Command(BaseCommand):
         if not (corpus / "labels.csv").exists():
             raise CommandError(f"{corpus}/labels.csv not found.")
         preset = get_preset(options["preset"])
-        ocr = make_tesseract_engine(language=settings.OCR_LANGUAGE)
         documents: list[tuple[list[str], str]] = []
         for row in read_labels(corpus)[: options["limit"]]:
             path = corpus / row["path"]
-            pages = [
-                p.text
-                for p in extraction.extract_file(
-                    path.name,
-                    path.read_bytes(),
-                    ocr=ocr,
-                    min_text_chars=settings.OCR_MIN_TEXT_CHARS,
-                    dpi=settings.OCR_DPI,
-                )
-            ]
+            pages = [p.text for p in pages_extract(name=path.name, data=path.read_bytes())]
             documents.append((pages, row["label"]))
 
         def run(output: Any, pages: list[str]) -> pipeline.Outcome:

@@ -7,8 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from documents import extraction
-from documents.ocr import make_tesseract_engine
+from documents.services import pages_extract
 from reliability import evaluation
 from reliability.services import build_classifiers, get_preset
 
@@ -30,17 +29,9 @@ class Command(BaseCommand):
         corpus = Path(options["corpus"])
         if not (corpus / "labels.csv").exists():
             raise CommandError(f"{corpus}/labels.csv not found.")
-        ocr = make_tesseract_engine(language=settings.OCR_LANGUAGE)
 
         def extract(path: Path) -> list[str]:
-            pages = extraction.extract_file(
-                path.name,
-                path.read_bytes(),
-                ocr=ocr,
-                min_text_chars=settings.OCR_MIN_TEXT_CHARS,
-                dpi=settings.OCR_DPI,
-            )
-            return [p.text for p in pages]
+            return [p.text for p in pages_extract(name=path.name, data=path.read_bytes())]
 
         primary, _, client = build_classifiers()
         preset = get_preset(options["preset"])
