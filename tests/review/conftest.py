@@ -4,7 +4,6 @@ from typing import Any
 
 import pytest
 
-from documents.models import Document, Page
 from reliability import pipeline
 from reliability.faults import clean_output
 from reliability.models import Run
@@ -12,7 +11,7 @@ from reliability.services import packet_create
 from reliability.verifiers.context import DocumentContext
 from review.models import ReviewPacket
 from review.roles import ADMINS, REVIEWERS, ensure_roles
-from tests.conftest import PASSWORD
+from tests.conftest import PASSWORD, ready_document
 
 PAGES = [
     "SURGICAL PATHOLOGY REPORT\n\nHistory: breast mass.\n\nFINAL DIAGNOSIS\n\n"
@@ -69,18 +68,7 @@ def make_packet(
     """An escalated packet from the real verification chain: a requisition keyword on a
     pathology PRIMARY segment (BLOCKER) and, optionally, a fabricated snippet (BLOCKER)."""
     pages = pages or PAGES
-    document = Document.objects.create(
-        original_filename=f"report-{sha}.pdf",
-        sha256=sha * 64,
-        mime_type=Document.MIME_PDF,
-        size_bytes=1,
-        page_count=len(pages),
-        status=Document.Status.READY,
-    )
-    for number, text in enumerate(pages, start=1):
-        Page.objects.create(
-            document=document, number=number, text=text, paragraphs=text.split("\n\n")
-        )
+    document = ready_document(*pages, sha=sha)
     output = clean_output(pages, label)
     assert output is not None
     if fabricate:
