@@ -112,3 +112,12 @@ def run_burst_worker(redis_url: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=True,
     )
+
+
+def pathology_field_names() -> list[str]:
+    """The clinical pack's pathology fields, for scripting an LLM's extract_fields answer."""
+    from reliability.extraction.templates import find_template, load_packs
+
+    template = find_template(load_packs(("clinical",)), "pathology")
+    assert template is not None
+    return [f.name for f in template.fields]

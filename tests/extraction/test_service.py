@@ -16,7 +16,7 @@ from reliability.extraction_service import POOR_OCR_REASON, templates_sync
 from reliability.models import Extraction, ExtractionTemplate
 from review.models import GroundTruth
 from review.roles import REVIEWERS, ensure_roles
-from tests.conftest import ready_document
+from tests.conftest import pathology_field_names, ready_document
 from tests.reliability.gemini_stub import GeminiStub
 from tests.review.conftest import make_packet
 
@@ -139,17 +139,7 @@ def test_the_gemini_extractor_uses_extract_fields_through_the_stub(settings):
     with GeminiStub() as stub:
         answer = {
             name: {"value": None, "status": "not_present", "confidence": 0.9, "snippet": ""}
-            for name in (
-                "histology",
-                "grade",
-                "margins",
-                "er_status",
-                "pr_status",
-                "her2_status",
-                "ki67",
-                "report_date",
-                "institution",
-            )
+            for name in pathology_field_names()
         }
         answer["histology"] = {
             "value": "Invasive ductal carcinoma",

@@ -10,7 +10,7 @@ from django.urls import reverse
 from reliability import llm, services
 from reliability.models import Run
 from review.models import GroundTruth, ReviewPacket
-from tests.conftest import ready_document
+from tests.conftest import pathology_field_names, ready_document
 from tests.reliability.gemini_stub import GeminiStub
 
 
@@ -151,17 +151,7 @@ def test_a_gemini_run_is_compared_with_the_offline_classifier(
     stub.reply(clean.model_dump_json())  # the re-ask
     stub.reply(json.dumps({"value": True, "confidence": 0.9}))
     stub.reply(json.dumps({"value": False, "confidence": 0.9}))
-    fields = [
-        "histology",
-        "grade",
-        "margins",
-        "er_status",
-        "pr_status",
-        "her2_status",
-        "ki67",
-        "report_date",
-        "institution",
-    ]
+    fields = pathology_field_names()
     stub.reply(json.dumps({name: {"status": "not_present"} for name in fields}))
     document = ready_document(*pages, sha="b", options={"enable_reliability_loop": False})
 
