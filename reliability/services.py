@@ -192,9 +192,6 @@ def run_execute(*, run_id: int, client: llm.GeminiClient | None = None) -> Run |
     if decision == Decision.AUTO_ACCEPT and document.quality == Document.Quality.LOW_OCR:
         decision, stopped = Decision.ESCALATE_TO_SME, LOW_OCR_REASON
     best = outcome.best
-    comparison = comparison_for(
-        best.output, second.classify(pages) if second else None, name=getattr(second, "name", "")
-    )
     with transaction.atomic():
         for record in outcome.attempts:
             attempt = Attempt.objects.create(
@@ -251,6 +248,12 @@ def run_execute(*, run_id: int, client: llm.GeminiClient | None = None) -> Run |
                 source=GroundTruth.Source.AUTO_ACCEPTED,
             )
         else:
+            # The second opinion is only shown to a reviewer: compute it for packets alone.
+            comparison = comparison_for(
+                best.output,
+                second.classify(pages) if second else None,
+                name=getattr(second, "name", ""),
+            )
             packet_create(run=run, outcome=outcome, comparison=comparison)
     logger.info(
         "run %s completed: %s (%s), %s attempt(s)",
