@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from documents.pdfgen import image_pdf, text_pdf
+from benchmarks.pdfgen import image_pdf, text_pdf
 
 OUT = Path(__file__).resolve().parent / "documents"
 

@@ -7,7 +7,7 @@ import shutil
 from collections import defaultdict
 from typing import Any
 
-from documents.extraction import OcrResult, split_heading_lines
+from documents.pages import OcrResult, split_heading_lines
 
 
 def tesseract_available() -> bool:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -13,9 +16,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from config.jobs import enqueue_on_commit
-from documents import extraction
+from documents.images import render_page_png
 from documents.models import Document, Page
 from documents.ocr import make_tesseract_engine
+from documents.pages import OCR, PageContent, extract_file
 from documents.validation import UploadRefused, inspect_upload
 
 logger = logging.getLogger(__name__)
@@ -43,7 +47,9 @@ def document_create(
     )
     existing = Document.objects.filter(sha256=info.sha256).first()
     if existing is not None:
-        raise UploadRefused("duplicate", _duplicate_message(name=filename, existing=existing))
+        raise UploadRefused(
+            code="duplicate", message=_duplicate_message(name=filename, existing=existing)
+        )
 
     document = Document(
         original_filename=filename[:255],
@@ -67,7 +73,7 @@ def document_create(
         if existing is None:
             raise
         raise UploadRefused(
-            "duplicate", _duplicate_message(name=filename, existing=existing)
+            code="duplicate", message=_duplicate_message(name=filename, existing=existing)
         ) from None
     except BaseException:
         document.file.delete(save=False)
@@ -98,13 +104,11 @@ def _low_ocr_message(confidence: float) -> str:
     )
 
 
-def pages_extract(
-    *, name: str, data: bytes, ocr: Any | None = None
-) -> list[extraction.PageContent]:
+def pages_extract(*, name: str, data: bytes, ocr: Any | None = None) -> list[PageContent]:
     """A file's pages with this deployment's OCR settings (tesseract unless ``ocr`` is given)."""
     if ocr is None and name.lower().endswith(".pdf"):
         ocr = make_tesseract_engine(language=settings.OCR_LANGUAGE)
-    return extraction.extract_file(
+    return extract_file(
         name, data, ocr=ocr, min_text_chars=settings.OCR_MIN_TEXT_CHARS, dpi=settings.OCR_DPI
     )
 
@@ -112,7 +116,7 @@ def pages_extract(
 def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
     """Extract the stored file into pages; replaces any pages from an earlier attempt.
 
-    Raises extraction.ExtractionError with a user-facing message.
+    Raises UnreadableDocument with a user-facing message.
     """
     started = time.monotonic()
     with document.file.open("rb") as handle:
@@ -121,7 +125,7 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
         name="document.pdf" if document.is_pdf else "document.txt", data=data, ocr=ocr
     )
 
-    ocr_pages = [p for p in pages if p.method == extraction.OCR]
+    ocr_pages = [p for p in pages if p.method == OCR]
     words = sum(p.ocr_word_count for p in ocr_pages)
     ocr_confidence = (
         sum((p.ocr_confidence or 0.0) * p.ocr_word_count for p in ocr_pages) / words
@@ -212,3 +216,20 @@ def document_retry(*, document: Document) -> bool:
         _enqueue_ingest(document_id=str(document.pk), attempt=document.ingest_attempts)
     logger.info("document retry queued id=%s", document.pk)
     return True
+
+
+def page_image_path(*, document: Document, number: int, highlights: list[str]) -> Path:
+    """The cached PNG of one PDF page with the given snippets highlighted, rendered on first
+    use under MEDIA_ROOT/page-images (keyed by page, resolution and snippets)."""
+    key = hashlib.sha256("\n".join(highlights).encode()).hexdigest()[:16]
+    cache = Path(settings.MEDIA_ROOT) / "page-images" / str(document.pk)
+    path = cache / f"{number}-{settings.PAGE_IMAGE_DPI}-{key}.png"
+    if not path.exists():
+        with document.file.open("rb") as handle:
+            data = handle.read()
+        png = render_page_png(data, number, dpi=settings.PAGE_IMAGE_DPI, highlights=highlights)
+        cache.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.part")
+        partial.write_bytes(png)
+        partial.replace(path)  # atomic: a concurrent request never reads half an image
+    return path

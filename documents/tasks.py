@@ -7,8 +7,8 @@ import logging
 from django.conf import settings
 
 from documents import services
-from documents.extraction import ExtractionError
 from documents.models import Document
+from documents.pages import UnreadableDocument
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ def ingest_document(document_id: str) -> str:
     document = Document.objects.get(pk=document_id)
     try:
         services.document_ingest(document=document)
-    except ExtractionError as exc:
+    except UnreadableDocument as exc:
         logger.warning("ingest failed id=%s: %s", document_id, exc.message)
         services.document_fail(document_id=document_id, message=exc.message)
         return "failed"

@@ -14,17 +14,15 @@ from pathlib import PurePath
 import pdfplumber
 from pdfminer.pdfdocument import PDFPasswordIncorrect
 
-from documents.extraction import decode_text, extract_text_file
+from config.errors import Refused
+from documents.pages import decode_text, extract_text_file
 
 MIME_PDF = "application/pdf"
 MIME_TEXT = "text/plain"
 
 
-class UploadRefused(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class UploadRefused(Refused):
+    """An upload refused before anything is stored; ``code`` names the check."""
 
 
 @dataclass(frozen=True)
@@ -42,25 +40,28 @@ def _megabytes(size: int) -> str:
 def check_size(*, name: str, size: int, max_bytes: int) -> None:
     """The cheap checks that need only the size, run before the file is read."""
     if size == 0:
-        raise UploadRefused("empty", f"“{name}” is empty (0 bytes). Choose the file again.")
+        raise UploadRefused(
+            code="empty", message=f"“{name}” is empty (0 bytes). Choose the file again."
+        )
     if size > max_bytes:
         raise UploadRefused(
-            "too_large",
-            f"“{name}” is {_megabytes(size)}; the limit is {max_bytes // (1024 * 1024)} MB. "
-            "Split it into smaller files and upload them separately.",
+            code="too_large",
+            message=f"“{name}” is {_megabytes(size)}; the limit is "
+            f"{max_bytes // (1024 * 1024)} MB. Split it into smaller files and upload them "
+            "separately.",
         )
 
 
 def _pdf_page_count(name: str, data: bytes) -> int:
     if not data.lstrip()[:5] == b"%PDF-":
         raise UploadRefused(
-            "not_pdf",
-            f"“{name}” has a .pdf name but is not a PDF file. Upload the original PDF.",
+            code="not_pdf",
+            message=f"“{name}” has a .pdf name but is not a PDF file. Upload the original PDF.",
         )
     if b"%%EOF" not in data[-2048:]:
         raise UploadRefused(
-            "truncated",
-            f"“{name}” is incomplete: the file ends early, as if the download or copy was "
+            code="truncated",
+            message=f"“{name}” is incomplete: the file ends early, as if the download or copy was "
             "cut off. Upload the complete file.",
         )
     try:
@@ -70,12 +71,14 @@ def _pdf_page_count(name: str, data: bytes) -> int:
         cause = exc.args[0] if exc.args else None
         if isinstance(cause, PDFPasswordIncorrect) or isinstance(exc, PDFPasswordIncorrect):
             raise UploadRefused(
-                "encrypted",
-                f"“{name}” is password-protected. Save an unprotected copy and upload that.",
+                code="encrypted",
+                message=f"“{name}” is password-protected. Save an unprotected copy and upload "
+                "that.",
             ) from None
         raise UploadRefused(
-            "corrupt",
-            f"“{name}” is damaged and cannot be read as a PDF. Upload the original file again.",
+            code="corrupt",
+            message=f"“{name}” is damaged and cannot be read as a PDF. Upload the original "
+            "file again.",
         ) from None
 
 
@@ -90,24 +93,24 @@ def inspect_upload(*, name: str, data: bytes, max_bytes: int, max_pages: int) ->
         text = decode_text(data)
         if text is None:
             raise UploadRefused(
-                "not_text",
-                f"“{name}” is not a readable text file. Upload a .txt file saved as UTF-8, "
+                code="not_text",
+                message=f"“{name}” is not a readable text file. Upload a .txt file saved as UTF-8, "
                 "or the original PDF.",
             )
         if not text.strip():
-            raise UploadRefused("no_text", f"“{name}” contains no text.")
+            raise UploadRefused(code="no_text", message=f"“{name}” contains no text.")
         page_count = len(extract_text_file(text))
     else:
         raise UploadRefused(
-            "unsupported",
-            f"“{name}” is not a PDF or plain-text file. Upload .pdf or .txt files.",
+            code="unsupported",
+            message=f"“{name}” is not a PDF or plain-text file. Upload .pdf or .txt files.",
         )
     if page_count == 0:
-        raise UploadRefused("no_pages", f"“{name}” has no pages.")
+        raise UploadRefused(code="no_pages", message=f"“{name}” has no pages.")
     if page_count > max_pages:
         raise UploadRefused(
-            "too_many_pages",
-            f"“{name}” has {page_count} pages; the limit is {max_pages}. "
+            code="too_many_pages",
+            message=f"“{name}” has {page_count} pages; the limit is {max_pages}. "
             "Split it into smaller files and upload them separately.",
         )
     return UploadInfo(

@@ -13,8 +13,6 @@ from documents.forms import UploadForm
 from documents.models import Document
 from documents.services import document_create, document_retry
 from documents.validation import UploadRefused, check_size
-from reliability.models import Run
-from review.models import GroundTruth
 
 PAGE_SIZE = 50
 
@@ -92,8 +90,9 @@ def document_detail(request: HtmxHttpRequest, document_id: str) -> HttpResponse:
         {
             "document": document,
             "pages": document.pages.all() if full else [],
-            "runs": list(Run.objects.filter(document=document)[:20]) if full else None,
-            "truth": GroundTruth.objects.filter(document=document, superseded_by__isnull=True)
+            # The document's downstream history, through its reverse relations.
+            "runs": list(document.runs.all()[:20]) if full else None,
+            "truth": document.ground_truth.filter(superseded_by__isnull=True)
             .select_related("reviewer")
             .first()
             if full

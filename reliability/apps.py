@@ -13,7 +13,7 @@ class ReliabilityConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
-        from reliability.extraction.templates import TemplateError, load_packs
+        from engine.fields.templates import TemplateError, load_packs
 
         # Template packs are validated at start-up: a broken pack stops the process loudly.
         try:
@@ -24,6 +24,6 @@ class ReliabilityConfig(AppConfig):
 
 
 def _sync_templates(sender: Any, **kwargs: Any) -> None:
-    from reliability.extraction_service import templates_sync
+    from reliability.fields import templates_sync
 
     templates_sync()

@@ -8,6 +8,15 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from engine.schemas import Decision, Severity
+
+# The engine's enums are the one source; these are their labels for forms and the admin.
+FINAL_DECISIONS = [
+    (Decision.AUTO_ACCEPT.value, "Auto-accepted"),
+    (Decision.ESCALATE_TO_SME.value, "Escalated to a clinician"),
+]
+SEVERITIES = [(s.value, s.value.title()) for s in Severity]
+
 
 class Run(models.Model):
     class Status(models.TextChoices):
@@ -15,10 +24,6 @@ class Run(models.Model):
         RUNNING = "running", "Running"
         COMPLETED = "completed", "Completed"
         FAILED = "failed", "Failed"
-
-    class FinalDecision(models.TextChoices):
-        AUTO_ACCEPT = "AUTO_ACCEPT", "Auto-accepted"
-        ESCALATE_TO_SME = "ESCALATE_TO_SME", "Escalated to a clinician"
 
     document = models.ForeignKey(
         "documents.Document", on_delete=models.CASCADE, related_name="runs"
@@ -29,7 +34,7 @@ class Run(models.Model):
     model = models.CharField(max_length=64, blank=True)
     prompt_version = models.CharField(max_length=64, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    final_decision = models.CharField(max_length=20, choices=FinalDecision.choices, blank=True)
+    final_decision = models.CharField(max_length=20, choices=FINAL_DECISIONS, blank=True)
     attempts_count = models.PositiveIntegerField(default=0)
     best_attempt_number = models.PositiveIntegerField(null=True, blank=True)
     stopped_reason = models.CharField(max_length=200, blank=True)
@@ -64,7 +69,7 @@ class Run(models.Model):
             # An accepted or escalated run is a completed run, and only a completed run.
             models.CheckConstraint(
                 condition=models.Q(
-                    status="completed", final_decision__in=["AUTO_ACCEPT", "ESCALATE_TO_SME"]
+                    status="completed", final_decision__in=[v for v, _ in FINAL_DECISIONS]
                 )
                 | (~models.Q(status="completed") & models.Q(final_decision="")),
                 name="run_decision_only_when_completed",
@@ -115,15 +120,10 @@ class Attempt(models.Model):
 
 
 class Issue(models.Model):
-    class Severity(models.TextChoices):
-        BLOCKER = "BLOCKER", "Blocker"
-        MAJOR = "MAJOR", "Major"
-        MINOR = "MINOR", "Minor"
-
     attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="issues")
     issue_id = models.CharField(max_length=16)  # V1-0001
     agent = models.CharField(max_length=4)
-    severity = models.CharField(max_length=8, choices=Severity.choices)
+    severity = models.CharField(max_length=8, choices=SEVERITIES)
     severity_rank = models.PositiveSmallIntegerField()  # 0 BLOCKER, 1 MAJOR, 2 MINOR
     code = models.CharField(max_length=48)
     message = models.TextField()

@@ -1,8 +1,13 @@
-"""Reliability workflows: start a run, execute it, record the outcome, recover lost runs."""
+"""Reliability workflows: start a run, execute it, record the outcome, recover lost runs.
+
+The outcome goes downstream through review's services (ground truth, packets); this module
+writes only the reliability tables."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import secrets
 import time
 from datetime import timedelta
 from typing import Any
@@ -12,14 +17,20 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from config.errors import Refused
 from config.jobs import enqueue_on_commit
 from documents.models import Document
-from reliability import llm, pipeline
-from reliability.models import Attempt, Issue, Run
-from reliability.offline import OfflineClassifier
-from reliability.schemas import SEVERITY_ORDER, ClassificationOutput, Decision, Severity
-from reliability.verifiers.context import DocumentContext
-from review.models import GroundTruth, ReviewPacket
+from engine import llm, pipeline
+from engine.classifiers.gemini import GeminiClassifier
+from engine.classifiers.offline import OfflineClassifier
+from engine.comparison import compare
+from engine.document import DocumentContext
+from engine.protocols import Classifier, LLMClient
+from engine.schemas import SEVERITY_ORDER, ClassificationOutput, Decision
+from reliability.fields import fields_extract, fields_save
+from reliability.models import ApiToken, Attempt, Issue, Run
+from review import services as review_services
+from review.models import GroundTruth
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +39,7 @@ QUEUE_UNREACHABLE = "The run could not be queued: the job queue is unreachable."
 LOW_OCR_REASON = "document has low OCR confidence: a clinician must confirm"
 
 
-class RunRefused(Exception):
+class RunRefused(Refused):
     pass
 
 
@@ -39,12 +50,14 @@ def get_preset(name: str | None = None) -> pipeline.Preset:
     return pipeline.PRESETS[name]
 
 
-def build_classifiers(client: llm.GeminiClient | None = None) -> tuple[Any, Any | None, Any]:
+def build_classifiers(
+    client: LLMClient | None = None,
+) -> tuple[Classifier, Classifier | None, LLMClient | None]:
     """(primary, production comparison or None, LLM client or None) for the configuration."""
     client = client if client is not None else llm.client_from_settings(settings)
     if client is None:
         return OfflineClassifier(), None, None
-    return llm.GeminiClassifier(client), OfflineClassifier(), client
+    return GeminiClassifier(client), OfflineClassifier(), client
 
 
 def run_start(*, document: Document, preset: str | None = None, user: Any | None = None) -> Run:
@@ -90,26 +103,6 @@ def run_fail(*, run_id: int, message: str) -> None:
     )
 
 
-def comparison_for(
-    primary: ClassificationOutput, second: ClassificationOutput | None, *, name: str
-) -> dict[str, Any]:
-    if second is None:
-        return {
-            "available": False,
-            "reason": "The offline classifier is the primary: there is no second opinion.",
-        }
-    boundaries = [(s.start_page, s.end_page) for s in primary.segments]
-    other_boundaries = [(s.start_page, s.end_page) for s in second.segments]
-    return {
-        "available": True,
-        "classifier": name,
-        "dominant_type": second.dominant_type_overall.value,
-        "agrees_on_type": second.dominant_type_overall == primary.dominant_type_overall,
-        "agrees_on_segments": boundaries == other_boundaries,
-        "classification": second.model_dump(mode="json"),
-    }
-
-
 def _issue_rows(attempt: Attempt, record: pipeline.AttemptRecord) -> list[Issue]:
     return [
         Issue(
@@ -129,27 +122,21 @@ def _issue_rows(attempt: Attempt, record: pipeline.AttemptRecord) -> list[Issue]
     ]
 
 
-def _history(outcome: pipeline.Outcome) -> list[dict[str, Any]]:
-    return [
-        {
-            "number": a.number,
-            "source": a.source,
-            "decision": a.decision.value,
-            "rule": a.verification.verdict.rule,
-            "fixes": a.fixes,
-            "note": a.note,
-            "fingerprint": a.fingerprint,
-            "issues": len(a.verification.issues),
-            "quality_score": a.verification.quality_score,
-            "seconds": round(a.seconds, 4),
-            "best": a is outcome.best,
-        }
-        for a in outcome.attempts
-    ]
+EMPTY_USAGE: dict[str, Any] = {
+    "calls": 0,
+    "tokens_in": 0,
+    "tokens_out": 0,
+    "seconds": 0.0,
+    "log": [],
+}
 
 
-def run_execute(*, run_id: int, client: llm.GeminiClient | None = None) -> Run | None:
-    """Execute a claimed-or-claimable run. Idempotent: a run already taken is left alone."""
+def run_execute(*, run_id: int, client: LLMClient | None = None) -> Run | None:
+    """Execute a claimed-or-claimable run. Idempotent: a run already taken is left alone.
+
+    Everything slow (classification, verification, field extraction, the second opinion) is
+    computed first; the outcome is then written in one short transaction.
+    """
     if not run_claim(run_id=run_id):
         logger.info("run %s not claimable (done, failed or running elsewhere)", run_id)
         return None
@@ -176,12 +163,12 @@ def run_execute(*, run_id: int, client: llm.GeminiClient | None = None) -> Run |
             classify=classify, context=context, preset=preset, can_reask=client is not None
         )
     except llm.LLMError as exc:
-        usage = client.usage() if client is not None else {}
+        usage = client.usage() if client is not None else EMPTY_USAGE
         Run.objects.filter(pk=run_id).update(
-            llm_calls=usage.get("calls", 0),
-            tokens_in=usage.get("tokens_in", 0),
-            tokens_out=usage.get("tokens_out", 0),
-            llm_log=usage.get("log", []),
+            llm_calls=usage["calls"],
+            tokens_in=usage["tokens_in"],
+            tokens_out=usage["tokens_out"],
+            llm_log=usage["log"],
         )
         run_fail(run_id=run_id, message=f"The language model call failed: {exc}")
         logger.warning("run %s failed: LLM error %s", run_id, exc)
@@ -192,6 +179,24 @@ def run_execute(*, run_id: int, client: llm.GeminiClient | None = None) -> Run |
     if decision == Decision.AUTO_ACCEPT and document.quality == Document.Quality.LOW_OCR:
         decision, stopped = Decision.ESCALATE_TO_SME, LOW_OCR_REASON
     best = outcome.best
+    extractions = (
+        fields_extract(
+            document=document, pages=pages, output=best.output, preset=run.preset, client=client
+        )
+        if settings.AUTO_EXTRACT
+        else []
+    )
+    comparison: dict[str, Any] = {}
+    if decision != Decision.AUTO_ACCEPT:
+        # The second opinion is only shown to a reviewer: compute it for packets alone.
+        comparison = compare(
+            best.output,
+            second.classify(pages) if second else None,
+            name=second.name if second else "",
+        )
+    # Usage and duration are taken after extraction, so they count its LLM calls too.
+    usage = client.usage() if client is not None else EMPTY_USAGE
+
     with transaction.atomic():
         for record in outcome.attempts:
             attempt = Attempt.objects.create(
@@ -213,16 +218,7 @@ def run_execute(*, run_id: int, client: llm.GeminiClient | None = None) -> Run |
                 note=record.note,
             )
             Issue.objects.bulk_create(_issue_rows(attempt, record))
-        if settings.AUTO_EXTRACT:
-            from reliability.extraction_service import extraction_run
-
-            extraction_run(run=run, output=best.output, client=client)
-        # Usage and duration are taken after extraction, so they count its LLM calls too.
-        usage = (
-            client.usage()
-            if client is not None
-            else {"calls": 0, "tokens_in": 0, "tokens_out": 0, "seconds": 0.0, "log": []}
-        )
+        fields_save(run=run, rows=extractions)
         run.status = Run.Status.COMPLETED
         run.final_decision = decision.value
         run.attempts_count = len(outcome.attempts)
@@ -241,20 +237,14 @@ def run_execute(*, run_id: int, client: llm.GeminiClient | None = None) -> Run |
         run.duration_seconds = round(time.perf_counter() - started, 4)
         run.save()
         if decision == Decision.AUTO_ACCEPT:
-            ground_truth_record(
+            review_services.ground_truth_record(
                 document=document,
                 run=run,
                 output=best.output,
                 source=GroundTruth.Source.AUTO_ACCEPTED,
             )
         else:
-            # The second opinion is only shown to a reviewer: compute it for packets alone.
-            comparison = comparison_for(
-                best.output,
-                second.classify(pages) if second else None,
-                name=getattr(second, "name", ""),
-            )
-            packet_create(run=run, outcome=outcome, comparison=comparison)
+            review_services.packet_create(run=run, outcome=outcome, comparison=comparison)
     logger.info(
         "run %s completed: %s (%s), %s attempt(s)",
         run_id,
@@ -263,61 +253,6 @@ def run_execute(*, run_id: int, client: llm.GeminiClient | None = None) -> Run |
         len(outcome.attempts),
     )
     return run
-
-
-def ground_truth_record(
-    *,
-    document: Document,
-    run: Run | None,
-    output: ClassificationOutput,
-    source: str,
-    reviewer: Any | None = None,
-    field_corrections: dict[str, Any] | None = None,
-) -> GroundTruth:
-    """Append a new version; an earlier version is superseded, never overwritten."""
-    from reliability.extraction_service import fields_for_ground_truth
-
-    latest = (
-        GroundTruth.objects.select_for_update()
-        .filter(document=document)
-        .order_by("-version")
-        .first()
-    )
-    return GroundTruth.objects.create(
-        document=document,
-        source=source,
-        dominant_type=output.dominant_type_overall.value,
-        classification=output.model_dump(mode="json"),
-        fields=fields_for_ground_truth(run, field_corrections) if run else [],
-        reviewer=reviewer,
-        run=run,
-        model=run.model if run else "",
-        prompt_version=run.prompt_version if run else "",
-        version=(latest.version + 1) if latest else 1,
-        supersedes=latest,
-    )
-
-
-def packet_create(
-    *, run: Run, outcome: pipeline.Outcome, comparison: dict[str, Any]
-) -> ReviewPacket:
-    best = outcome.best
-    issues = [i.model_dump(mode="json") for i in best.verification.issues]
-    worst = min((SEVERITY_ORDER[i.severity] for i in best.verification.issues), default=2)
-    return ReviewPacket.objects.create(
-        run=run,
-        document=run.document,
-        priority=worst,
-        dominant_type=best.output.dominant_type_overall.value,
-        worst_severity=[s.value for s in Severity][worst] if best.verification.issues else "",
-        issue_count=len(issues),
-        classification=best.output.model_dump(mode="json"),
-        issues=issues,
-        grounding=best.verification.grounding,
-        comparison=comparison,
-        comparison_agrees=comparison.get("agrees_on_type") if comparison["available"] else None,
-        history=_history(outcome),
-    )
 
 
 def recover_stale_runs() -> dict[str, int]:
@@ -343,3 +278,32 @@ def recover_stale_runs() -> dict[str, int]:
     if requeued or failed:
         logger.warning("recovered stale runs: %s requeued, %s failed", requeued, failed)
     return {"requeued": requeued, "failed": failed}
+
+
+# -- API tokens -----------------------------------------------------------------------------------
+
+
+def api_token_hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def api_token_create(*, user: Any, name: str) -> tuple[ApiToken, str]:
+    """A new token; the key is returned once and only its hash is stored."""
+    key = f"vt_{secrets.token_urlsafe(32)}"
+    token = ApiToken.objects.create(
+        user=user, name=name, key_hash=api_token_hash(key), prefix=key[:8]
+    )
+    return token, key
+
+
+def api_token_authenticate(*, key: str) -> ApiToken | None:
+    """The live token for this key (unrevoked, of an active user), marked as used; or None."""
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(key_hash=api_token_hash(key), revoked=False)
+        .first()
+    )
+    if token is None or not token.user.is_active:
+        return None
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    return token

@@ -12,9 +12,9 @@ from django.views.decorators.http import require_POST
 from config.http import HtmxHttpRequest, require_permission
 from documents.models import Document
 from reliability.models import Attempt, Issue, Run
-from reliability.packets import packet_as_dict
 from reliability.services import RunRefused, run_start
 from review.models import ReviewPacket
+from review.serializers import packet_as_dict
 
 
 @login_required

@@ -6,7 +6,8 @@ from typing import Any
 
 from django import forms
 
-from reliability.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput, DocType
+from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput, DocType
+from review.models import GroundTruth
 from review.services import Correction
 
 TYPE_CHOICES = [(t.value, DISPLAY_NAMES[t]) for t in DOC_TYPES]
@@ -143,3 +144,18 @@ class CorrectionForm(forms.Form):
             mixture={t: float(data[f"share_{t.value}"]) for t in DOC_TYPES},
             present=[DocType(t) for t in data.get("present", [])],
         )
+
+
+class ExportForm(forms.Form):
+    start = forms.DateField(
+        required=False, label="From", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    end = forms.DateField(
+        required=False, label="To", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    source = forms.ChoiceField(
+        required=False, choices=[("", "Any source"), *GroundTruth.Source.choices]
+    )
+    type = forms.ChoiceField(required=False, choices=[("", "Any type"), *TYPE_CHOICES])
+    format = forms.ChoiceField(choices=[("jsonl", "JSON Lines"), ("csv", "CSV")])
+    all_versions = forms.BooleanField(required=False, label="Include superseded versions")

@@ -12,6 +12,8 @@ class ReviewPacket(models.Model):
         IN_REVIEW = "in_review", "In review"
         COMPLETED = "completed", "Completed"
 
+    OPEN_STATUSES = (Status.PENDING, Status.IN_REVIEW)
+
     run = models.OneToOneField("reliability.Run", on_delete=models.CASCADE, related_name="packet")
     document = models.ForeignKey(
         "documents.Document", on_delete=models.CASCADE, related_name="packets"

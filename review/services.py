@@ -1,43 +1,48 @@
-"""Review workflows: locks, decisions, corrections, ground truth, audit and export."""
+"""Review workflows: packets, locks, decisions, corrections, ground truth and audit.
+
+The review app owns these tables; the reliability app asks these services to write them
+(packet_create, ground_truth_record) and never writes them itself."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import logging
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from reliability.schemas import (
+from config.errors import Refused
+from documents.models import Document
+from engine import pipeline
+from engine.schemas import (
     DOC_TYPES,
+    SEVERITY_ORDER,
     ClassificationOutput,
     DocType,
     MixtureEntry,
     Presence,
     Segment,
     SelfEvaluation,
+    Severity,
     TypeAssessment,
 )
-from reliability.services import ground_truth_record
+from reliability.models import Run
 from review.models import AuditEvent, GroundTruth, Review, ReviewPacket
+from review.selectors import (
+    ground_truth_fields,
+    lock_available,
+    lock_is_free,
+    packet_extractions,
+)
 
 logger = logging.getLogger(__name__)
 
-OPEN_STATUSES = (ReviewPacket.Status.PENDING, ReviewPacket.Status.IN_REVIEW)
 
-
-class ReviewRefused(Exception):
-    def __init__(self, message: str, status: int = 409) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
+class ReviewRefused(Refused):
+    status = 409
 
 
 def audit_record(*, user: Any, action: str, obj: Any, detail: dict[str, Any] | None = None) -> None:
@@ -51,24 +56,76 @@ def audit_record(*, user: Any, action: str, obj: Any, detail: dict[str, Any] | N
     )
 
 
-def lock_available(user: Any, now: datetime) -> Q:
-    """Packets this user may lock: unlocked, locked by the user, or with an expired lock.
-    The same rule as lock_is_free, for querysets."""
-    return (
-        Q(locked_by__isnull=True)
-        | Q(locked_by=user)
-        | Q(lock_expires_at__isnull=True)
-        | Q(lock_expires_at__lte=now)
+def _history(outcome: pipeline.Outcome) -> list[dict[str, Any]]:
+    return [
+        {
+            "number": a.number,
+            "source": a.source,
+            "decision": a.decision.value,
+            "rule": a.verification.verdict.rule,
+            "fixes": a.fixes,
+            "note": a.note,
+            "fingerprint": a.fingerprint,
+            "issues": len(a.verification.issues),
+            "quality_score": a.verification.quality_score,
+            "seconds": round(a.seconds, 4),
+            "best": a is outcome.best,
+        }
+        for a in outcome.attempts
+    ]
+
+
+def packet_create(
+    *, run: Run, outcome: pipeline.Outcome, comparison: dict[str, Any]
+) -> ReviewPacket:
+    """The review packet of an escalated run: its best attempt, issues and history."""
+    best = outcome.best
+    issues = [i.model_dump(mode="json") for i in best.verification.issues]
+    worst = min((SEVERITY_ORDER[i.severity] for i in best.verification.issues), default=2)
+    return ReviewPacket.objects.create(
+        run=run,
+        document=run.document,
+        priority=worst,
+        dominant_type=best.output.dominant_type_overall.value,
+        worst_severity=[s.value for s in Severity][worst] if best.verification.issues else "",
+        issue_count=len(issues),
+        classification=best.output.model_dump(mode="json"),
+        issues=issues,
+        grounding=best.verification.grounding,
+        comparison=comparison,
+        comparison_agrees=comparison.get("agrees_on_type") if comparison["available"] else None,
+        history=_history(outcome),
     )
 
 
-def lock_is_free(packet: ReviewPacket, user: Any, *, now: datetime | None = None) -> bool:
-    now = now or timezone.now()
-    return (
-        packet.locked_by_id is None
-        or packet.locked_by_id == user.pk
-        or packet.lock_expires_at is None
-        or packet.lock_expires_at <= now
+def ground_truth_record(
+    *,
+    document: Document,
+    run: Run | None,
+    output: ClassificationOutput,
+    source: str,
+    reviewer: Any | None = None,
+    field_corrections: dict[str, Any] | None = None,
+) -> GroundTruth:
+    """Append a new version; an earlier version is superseded, never overwritten."""
+    latest = (
+        GroundTruth.objects.select_for_update()
+        .filter(document=document)
+        .order_by("-version")
+        .first()
+    )
+    return GroundTruth.objects.create(
+        document=document,
+        source=source,
+        dominant_type=output.dominant_type_overall.value,
+        classification=output.model_dump(mode="json"),
+        fields=ground_truth_fields(run, field_corrections) if run else [],
+        reviewer=reviewer,
+        run=run,
+        model=run.model if run else "",
+        prompt_version=run.prompt_version if run else "",
+        version=(latest.version + 1) if latest else 1,
+        supersedes=latest,
     )
 
 
@@ -85,7 +142,7 @@ def packet_open(*, packet: ReviewPacket, user: Any) -> bool:
     now = timezone.now()
     expires = now + timedelta(minutes=settings.REVIEW_LOCK_MINUTES)
     taken = (
-        ReviewPacket.objects.filter(pk=packet.pk, status__in=OPEN_STATUSES)
+        ReviewPacket.objects.filter(pk=packet.pk, status__in=ReviewPacket.OPEN_STATUSES)
         .filter(lock_available(user, now))
         .update(locked_by=user, lock_expires_at=expires, status=ReviewPacket.Status.IN_REVIEW)
     )
@@ -97,17 +154,6 @@ def packet_release(*, packet: ReviewPacket, user: Any) -> None:
     ReviewPacket.objects.filter(
         pk=packet.pk, locked_by=user, status=ReviewPacket.Status.IN_REVIEW
     ).update(locked_by=None, lock_expires_at=None, status=ReviewPacket.Status.PENDING)
-
-
-def next_packet_for(user: Any) -> ReviewPacket | None:
-    """The highest-priority open packet this user may take: BLOCKER first, then oldest."""
-    now = timezone.now()
-    return (
-        ReviewPacket.objects.filter(status__in=OPEN_STATUSES)
-        .filter(lock_available(user, now))
-        .order_by("priority", "created_at", "pk")
-        .first()
-    )
 
 
 @dataclass(frozen=True)
@@ -237,82 +283,25 @@ def review_submit(
     return review
 
 
-# -- export -------------------------------------------------------------------------------------
-
-EXPORT_FIELDS = [
-    "document_id",
-    "document_sha256",
-    "filename",
-    "version",
-    "source",
-    "dominant_type",
-    "run_id",
-    "model",
-    "prompt_version",
-    "reviewer",
-    "decided_at",
-    "classification",
-    "fields",
-]
-
-
-def ground_truth_selection(
-    *,
-    start: date | None = None,
-    end: date | None = None,
-    source: str = "",
-    doc_type: str = "",
-    all_versions: bool = False,
-) -> QuerySet[GroundTruth]:
-    records = GroundTruth.objects.select_related("document", "reviewer", "run")
-    if not all_versions:
-        records = records.filter(superseded_by__isnull=True)  # the current version only
-    if start:
-        records = records.filter(created_at__date__gte=start)
-    if end:
-        records = records.filter(created_at__date__lte=end)
-    if source:
-        records = records.filter(source=source)
-    if doc_type:
-        records = records.filter(dominant_type=doc_type)
-    return records.order_by("document__sha256", "version")
-
-
-def _record(truth: GroundTruth) -> dict[str, Any]:
-    return {
-        "document_id": str(truth.document_id),
-        "document_sha256": truth.document.sha256,
-        "filename": truth.document.original_filename,
-        "version": truth.version,
-        "source": truth.source,
-        "dominant_type": truth.dominant_type,
-        "run_id": truth.run_id,
-        "model": truth.model,
-        "prompt_version": truth.prompt_version,
-        "reviewer": truth.reviewer.username if truth.reviewer else None,
-        "decided_at": truth.created_at.astimezone(UTC).isoformat(),
-        "classification": truth.classification,
-        "fields": truth.fields,
-    }
-
-
-def export_ground_truth(records: QuerySet[GroundTruth], *, fmt: str) -> bytes:
-    """JSONL or CSV, byte-identical for the same records (stable order, sorted keys)."""
-    rows = [_record(t) for t in records]
-    if fmt == "jsonl":
-        return "".join(
-            json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows
-        ).encode()
-    if fmt == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(EXPORT_FIELDS)
-        for r in rows:
-            r = dict(
-                r,
-                classification=json.dumps(r["classification"], sort_keys=True),
-                fields=json.dumps(r["fields"], sort_keys=True),
-            )
-            writer.writerow(["" if r[f] is None else r[f] for f in EXPORT_FIELDS])
-        return buffer.getvalue().encode()
-    raise ValueError(f"unknown export format {fmt!r}")
+def field_corrections_save(
+    *, packet: ReviewPacket, reviewer: Any, submitted: dict[str, str]
+) -> dict[str, str]:
+    """Keep the reviewer's edits of extracted fields (``segment:field`` -> value) until the
+    decision carries them into ground truth. Only the lock holder of an open packet may."""
+    if packet.status == ReviewPacket.Status.COMPLETED or not lock_is_free(packet, reviewer):
+        raise ReviewRefused(
+            "Only the reviewer holding the lock can correct fields before deciding."
+        )
+    corrections = dict(packet.field_corrections)
+    for row in packet_extractions(packet):
+        for f in row["fields"]:
+            value = submitted.get(f["key"])
+            if value is None:
+                continue
+            if value.strip() != (f["value"] or ""):
+                corrections[f["key"]] = value.strip()
+            else:
+                corrections.pop(f["key"], None)
+    packet.field_corrections = corrections
+    packet.save(update_fields=["field_corrections", "updated_at"])
+    return corrections

@@ -8,11 +8,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from benchmarks import faults
+from benchmarks.evaluation import read_labels
 from documents.services import pages_extract
-from reliability import faults, pipeline
-from reliability.evaluation import read_labels
+from engine import pipeline
+from engine.document import DocumentContext
 from reliability.services import get_preset
-from reliability.verifiers.context import DocumentContext
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from reliability.api import token_create
+from reliability.services import api_token_create
 
 
 class Command(BaseCommand):
@@ -19,6 +19,6 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=options["username"]).first()
         if user is None:
             raise CommandError(f"No user named {options['username']!r}.")
-        token, key = token_create(user=user, name=options["name"])
+        token, key = api_token_create(user=user, name=options["name"])
         self.stdout.write(f"Token {token.name} ({token.prefix}…) for {user.username}:")
         self.stdout.write(key)

@@ -7,8 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from benchmarks import evaluation
 from documents.services import pages_extract
-from reliability import evaluation
 from reliability.services import build_classifiers, get_preset
 
 
@@ -64,9 +64,10 @@ class Command(BaseCommand):
             self.stdout.write(f"Wrote {options['json_out']}")
 
     def _extract_fields(self, doc_type: str, pages: list[str], loop: bool) -> dict[str, Any]:
-        from reliability.extraction.loop import offline_extractor, run_loop
-        from reliability.extraction.templates import find_template
-        from reliability.extraction_service import ProcessingOptions, loop_config, packs
+        from engine.fields.extractors import offline_extractor
+        from engine.fields.loop import run_loop
+        from engine.fields.templates import find_template
+        from reliability.fields import ProcessingOptions, loop_config, packs
 
         template = find_template(packs(), doc_type)
         if template is None:

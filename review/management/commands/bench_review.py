@@ -20,12 +20,12 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from benchmarks.faults import clean_output
 from documents.models import Document, Page
-from reliability import pipeline
-from reliability.faults import clean_output
+from engine import pipeline
+from engine.document import DocumentContext
+from engine.schemas import DOC_TYPES, Evidence
 from reliability.models import Run
-from reliability.schemas import DOC_TYPES, Evidence
-from reliability.verifiers.context import DocumentContext
 from review.models import ReviewPacket
 from review.roles import REVIEWERS, ensure_roles
 

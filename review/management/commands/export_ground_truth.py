@@ -7,7 +7,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from review.models import GroundTruth
-from review.services import export_ground_truth, ground_truth_selection
+from review.selectors import ground_truth_selection
+from review.serializers import export_ground_truth
 
 
 class Command(BaseCommand):

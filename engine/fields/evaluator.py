@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from reliability.extraction.offline import AMBIGUOUS, FOUND, NOT_PRESENT, ExtractedField
-from reliability.extraction.templates import TIER_WEIGHTS, FieldSpec, Template, Tier
-from reliability.grounding import find_snippet, normalise
+from engine.fields.offline_extractor import AMBIGUOUS, FOUND, NOT_PRESENT, ExtractedField
+from engine.fields.templates import TIER_WEIGHTS, FieldSpec, Template, Tier
+from engine.grounding import find_snippet, normalise
 
 WEIGHTS = {"completeness": 0.30, "accuracy": 0.40, "validity": 0.15, "consistency": 0.15}
 CRITICAL, MAJOR, MINOR = "critical", "major", "minor"

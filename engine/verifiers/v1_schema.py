@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from reliability.schemas import (
+from engine.document import DocumentContext
+from engine.schemas import (
     DOC_TYPES,
     ClassificationOutput,
     Issue,
@@ -10,7 +11,6 @@ from reliability.schemas import (
     Severity,
     make_issue,
 )
-from reliability.verifiers.context import DocumentContext
 
 AGENT = "V1"
 

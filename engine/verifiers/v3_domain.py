@@ -9,8 +9,10 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
-from reliability.grounding import contains_term
-from reliability.schemas import (
+from engine.document import DocumentContext
+from engine.grounding import contains_term
+from engine.protocols import LLMClient
+from engine.schemas import (
     REPORT_TYPES,
     ClassificationOutput,
     DocType,
@@ -19,7 +21,6 @@ from reliability.schemas import (
     Severity,
     make_issue,
 )
-from reliability.verifiers.context import DocumentContext
 
 AGENT = "V3"
 RULES_PATH = Path(__file__).resolve().parent.parent / "rules" / "v3_domain.json"
@@ -117,8 +118,9 @@ def verify_rules(
     return issues
 
 
-def verify_llm(output: ClassificationOutput, context: DocumentContext) -> list[Issue]:
-    llm: Any = context.llm
+def verify_llm(
+    output: ClassificationOutput, context: DocumentContext, llm: LLMClient
+) -> list[Issue]:
     head = "\n\n".join(context.pages)[:LLM_CONTEXT_CHARS]
     result = llm.filter(
         question=(
@@ -158,7 +160,7 @@ def verify(output: ClassificationOutput, context: DocumentContext) -> list[Issue
     if context.llm is None:
         context.skipped.append(f"{LLM_PHASE}: no LLM configured")
     else:
-        issues.extend(verify_llm(output, context))
+        issues.extend(verify_llm(output, context, context.llm))
     return issues
 
 

@@ -4,9 +4,10 @@ check that each segment's text matches its label."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
 
-from reliability.schemas import (
+from engine.document import DocumentContext
+from engine.protocols import LLMClient
+from engine.schemas import (
     DISPLAY_NAMES,
     ClassificationOutput,
     Issue,
@@ -14,7 +15,6 @@ from reliability.schemas import (
     Severity,
     make_issue,
 )
-from reliability.verifiers.context import DocumentContext
 
 AGENT = "V2"
 SHARE_TOLERANCE = 0.01
@@ -133,8 +133,9 @@ def _ranges(pages: list[int]) -> str:
     return ", ".join(parts)
 
 
-def verify_llm(output: ClassificationOutput, context: DocumentContext) -> list[Issue]:
-    llm: Any = context.llm
+def verify_llm(
+    output: ClassificationOutput, context: DocumentContext, llm: LLMClient
+) -> list[Issue]:
     issues: list[Issue] = []
     for i, segment in enumerate(output.segments):
         text = context.segment_text(segment.start_page, segment.end_page)[:8000]
@@ -175,5 +176,5 @@ def verify(
     elif has_blocker:
         context.skipped.append(f"{LLM_PHASE}: a BLOCKER was already found")
     else:
-        issues.extend(verify_llm(output, context))
+        issues.extend(verify_llm(output, context, context.llm))
     return issues

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reliability import pipeline
-from reliability.schemas import DOC_TYPES, ClassificationOutput, Decision
-from reliability.verifiers.context import DocumentContext
+from engine import pipeline
+from engine.document import DocumentContext
+from engine.schemas import DOC_TYPES, ClassificationOutput, Decision
 
 LABELS = [t.value for t in DOC_TYPES]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from reliability.schemas import Decision, Issue, Severity
+from engine.schemas import Decision, Issue, Severity
 
 
 @dataclass(frozen=True)

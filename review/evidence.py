@@ -1,6 +1,6 @@
 """The source text around a piece of evidence: 2 paragraphs before, 3 after. Pure: no Django.
 
-A page's text is its paragraphs joined by blank lines (see documents.extraction), so a span
+A page's text is its paragraphs joined by blank lines (see documents.pages), so a span
 from V4 grounding maps onto paragraphs directly.
 """
 

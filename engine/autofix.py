@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from reliability.schemas import (
+from engine.schemas import (
     DOC_TYPES,
     ClassificationOutput,
     Issue,

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from reliability.schemas import (
+from engine.schemas import (
     DOC_TYPES,
     ClassificationOutput,
     DocType,
@@ -23,7 +23,7 @@ from reliability.schemas import (
     SelfEvaluation,
     TypeAssessment,
 )
-from reliability.verifiers.v3_domain import load_rules
+from engine.verifiers.v3_domain import load_rules
 
 _WORDS = re.compile(r"[A-Za-z]{3,}")
 

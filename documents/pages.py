@@ -28,7 +28,7 @@ _LIST_MARKER = re.compile(r"^\s*(?:[-\u2022\u25cf\u25aa*\u2013]|\(?\d{1,2}[.)]|\
 _BLANK_LINES = re.compile(r"\n[ \t]*\n+")
 
 
-class ExtractionError(Exception):
+class UnreadableDocument(Exception):
     """Ingestion cannot continue; ``message`` is written for the person who uploaded the file."""
 
     def __init__(self, message: str) -> None:
@@ -202,7 +202,9 @@ def extract_pdf(
     try:
         pdf = pdfplumber.open(io.BytesIO(data))
     except Exception as exc:  # pdfminer wraps every parse failure
-        raise ExtractionError("The PDF could not be opened: it is damaged or protected.") from exc
+        raise UnreadableDocument(
+            "The PDF could not be opened: it is damaged or protected."
+        ) from exc
     with pdf:
         total = len(pdf.pages)
         for index, page in enumerate(pdf.pages, start=1):
@@ -210,15 +212,15 @@ def extract_pdf(
                 content = _text_layer_page(page, index)
                 if len("".join(content.text.split())) < min_text_chars:
                     if ocr is None:
-                        raise ExtractionError(
+                        raise UnreadableDocument(
                             f"Page {index} is a scanned image and OCR is not available on "
                             "this server. Ask an administrator to install tesseract."
                         )
                     content = _ocr_page(page, index, ocr=ocr, dpi=dpi)
-            except ExtractionError:
+            except UnreadableDocument:
                 raise
             except Exception as exc:
-                raise ExtractionError(
+                raise UnreadableDocument(
                     f"Page {index} of the PDF could not be read (it may be damaged). "
                     "Upload the original file again."
                 ) from exc
@@ -277,5 +279,5 @@ def extract_file(
         return extract_pdf(data, ocr=ocr, min_text_chars=min_text_chars, dpi=dpi)
     text = decode_text(data)
     if text is None:
-        raise ExtractionError("The file is not readable text.")
+        raise UnreadableDocument("The file is not readable text.")
     return extract_text_file(text)

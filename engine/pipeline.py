@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reliability import autofix
-from reliability.schemas import (
+from engine import autofix
+from engine.document import DocumentContext
+from engine.schemas import (
     ClassificationOutput,
     Decision,
     Issue,
@@ -23,8 +24,7 @@ from reliability.schemas import (
     number_issues,
     sort_issues,
 )
-from reliability.verifiers import arbiter, v1_schema, v2_consistency, v3_domain, v4_grounding
-from reliability.verifiers.context import DocumentContext
+from engine.verifiers import arbiter, v1_schema, v2_consistency, v3_domain, v4_grounding
 
 FEEDBACK_HEADER = "--- FEEDBACK FROM PREVIOUS ATTEMPT ---"
 FEEDBACK_LIMIT = 10

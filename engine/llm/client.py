@@ -1,14 +1,11 @@
-"""The LLM layer: the only module that imports google.genai.
+"""The Gemini client: transport, structured generation and call accounting. The only module
+that imports google.genai.
 
 Three retry layers with separate budgets (see CONVENTIONS.md): transport errors (429, 5xx,
 timeouts, connection errors) retry here with exponential backoff and jitter, bounded; a response
 that does not fit the schema is re-asked once with the validation error; verification retries
-belong to the orchestrator. Every call is accounted (tokens, latency, outcome).
-
-On top of ``generate`` sit the evaluation operations used by checks and extraction: ``filter``,
-``score``, ``extract``, ``extract_fields`` and their ``*_batch`` forms. Each result carries
-``value``, ``confidence``, optional ``reasoning`` and ``error``: value None without an error
-means "not present in the source"; value None with an error means the operation failed.
+belong to the orchestrator. Every call is accounted (tokens, latency, outcome). The evaluation
+operations (filter, score, extract, extract_fields) come from ``EvaluationOperations``.
 """
 
 from __future__ import annotations
@@ -17,14 +14,14 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic import BaseModel, ValidationError
 
-from reliability.schemas import DISPLAY_NAMES, ClassificationOutput
+from engine.llm.errors import LLMError, LLMSchemaError, LLMTransportError
+from engine.llm.operations import EvaluationOperations
 
 logger = logging.getLogger(__name__)
 
@@ -36,18 +33,6 @@ CONFIDENCE_RUBRIC = (
     "0.4 the source does not give enough to say."
 )
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-
-
-class LLMError(Exception):
-    """An LLM call failed for good (after its retries)."""
-
-
-class LLMTransportError(LLMError):
-    pass
-
-
-class LLMSchemaError(LLMError):
-    pass
 
 
 @dataclass
@@ -63,7 +48,7 @@ class CallRecord:
     error: str = ""
 
 
-class GeminiClient:
+class GeminiClient(EvaluationOperations):
     """Gemini through google-genai with structured output (response_schema = a pydantic model).
 
     API-key mode by default; Vertex AI mode with ``vertexai=True`` and project/location.
@@ -244,134 +229,6 @@ class GeminiClient:
             raise
         raise AssertionError("unreachable")
 
-    # -- evaluation operations ----------------------------------------------------------------
-
-    def filter(self, *, question: str, text: str) -> EvalResult:
-        return self._evaluate("filter", _FilterAnswer, question, text)
-
-    def score(self, *, question: str, text: str, low: float = 0.0, high: float = 1.0) -> EvalResult:
-        result = self._evaluate(
-            "score",
-            _ScoreAnswer,
-            f"{question} Answer with a number from {low} to {high}, "
-            "and the interval you are confident it lies in.",
-            text,
-        )
-        if result.value is not None and not low <= float(result.value) <= high:
-            return EvalResult(
-                value=None, confidence=0.0, error=f"score {result.value} outside {low}..{high}"
-            )
-        return result
-
-    def extract(
-        self,
-        *,
-        question: str,
-        text: str,
-        kind: Literal["text", "number", "boolean", "enum"] = "text",
-        options: Sequence[str] = (),
-    ) -> EvalResult:
-        value_type: Any = {
-            "text": str,
-            "number": float,
-            "boolean": bool,
-            "enum": Literal[tuple(options)] if options else str,
-        }[kind]
-        schema = create_model(
-            f"Extract{kind.title()}",
-            value=(value_type | None, Field(description="None when the source does not say.")),
-            confidence=(float, ...),
-            reasoning=(str, ""),
-        )
-        return self._evaluate("extract", schema, question, text)
-
-    def extract_fields(
-        self, *, fields: dict[str, str], text: str, instructions: str = ""
-    ) -> EvalResult:
-        """``fields`` maps field name to its description; value is a dict of field results."""
-        definitions: dict[str, Any] = {
-            name: (_FieldValue, Field(description=desc)) for name, desc in fields.items()
-        }
-        schema = create_model("ExtractedFields", **definitions)
-        prompt = (
-            f"Extract these fields from the source. For each give value (None if the source "
-            f"does not contain it), status, confidence and the verbatim source snippet.\n"
-            f"{instructions}\n\nSOURCE:\n{text}"
-        )
-        try:
-            answer = self.generate(prompt=prompt, schema=schema, operation="extract_fields")
-        except LLMError as exc:
-            return EvalResult(value=None, confidence=0.0, error=str(exc))
-        values = answer.model_dump()
-        found = [v["confidence"] for v in values.values() if v["value"] is not None]
-        return EvalResult(value=values, confidence=min(found) if found else 0.0)
-
-    def filter_batch(self, items: Sequence[dict[str, str]]) -> list[EvalResult]:
-        return self._batch(lambda item: self.filter(**item), items)
-
-    def score_batch(self, items: Sequence[dict[str, Any]]) -> list[EvalResult]:
-        return self._batch(lambda item: self.score(**item), items)
-
-    def extract_batch(self, items: Sequence[dict[str, Any]]) -> list[EvalResult]:
-        return self._batch(lambda item: self.extract(**item), items)
-
-    def extract_fields_batch(self, items: Sequence[dict[str, Any]]) -> list[EvalResult]:
-        return self._batch(lambda item: self.extract_fields(**item), items)
-
-    def _batch(self, func: Callable[[Any], EvalResult], items: Sequence[Any]) -> list[EvalResult]:
-        """Bounded concurrency; results in input order."""
-        with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
-            return list(pool.map(func, items))
-
-    def _evaluate(
-        self, operation: str, schema: type[BaseModel], question: str, text: str
-    ) -> EvalResult:
-        prompt = f"QUESTION: {question}\n\nSOURCE:\n{text}"
-        try:
-            answer = self.generate(
-                prompt=prompt,
-                schema=schema,
-                operation=operation,
-                system="You answer questions about clinical documents from the source text only.",
-            )
-        except LLMError as exc:
-            return EvalResult(value=None, confidence=0.0, error=str(exc))
-        data = answer.model_dump()
-        return EvalResult(
-            value=data.get("value"),
-            confidence=float(data.get("confidence", 0)),
-            reasoning=data.get("reasoning") or None,
-            interval=data.get("interval"),
-        )
-
-
-class EvalResult(BaseModel):
-    value: Any = None
-    confidence: float = 0.0
-    reasoning: str | None = None
-    error: str | None = None
-    interval: list[float] | None = None
-
-
-class _FieldValue(BaseModel):
-    value: str | None = None
-    status: Literal["found", "not_present", "ambiguous"] = "not_present"
-    confidence: float = 0.0
-    snippet: str = ""
-
-
-class _FilterAnswer(BaseModel):
-    value: bool
-    confidence: float
-    reasoning: str = ""
-
-
-class _ScoreAnswer(BaseModel):
-    value: float | None
-    interval: list[float] | None = None
-    confidence: float
-    reasoning: str = ""
-
 
 def _brief(exc: ValidationError) -> str:
     return "\n".join(f"- {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:10])
@@ -381,43 +238,6 @@ def _describe(exc: Exception, tries: int) -> str:
     code = getattr(exc, "code", None)
     kind = f"HTTP {code}" if code else type(exc).__name__
     return f"{kind} after {tries} attempt(s)"
-
-
-# -- the primary classifier -------------------------------------------------------------------
-
-PROMPT_VERSION = "classify-2026.11.1"
-
-SYSTEM_PROMPT = f"""You classify clinical documents for a hospital. Types:
-{", ".join(f"{k} ({v})" for k, v in DISPLAY_NAMES.items())}.
-Presence levels: PRIMARY (the segment is this type), EMBEDDED_RAW (a copy of such a report is
-inside the segment), MENTION_ONLY (the type is only referred to), NO_EVIDENCE.
-Split the document into segments of consecutive pages that form one document each. For every
-segment give an assessment for every one of the five types; shares of a segment sum to 1; the
-document mixture gives every type's overall share (summing to 1). Evidence snippets must be
-copied verbatim from the page they cite (page numbers are 1-based); never paraphrase. Do not use
-headers or footers (page numbers, fax banners, MRN, dates of birth) as evidence. Forms,
-requisitions, cover sheets and routine lab panels are "other"."""
-
-
-class GeminiClassifier:
-    name = "gemini"
-    prompt_version = PROMPT_VERSION
-
-    def __init__(self, client: GeminiClient) -> None:
-        self.client = client
-
-    @property
-    def model(self) -> str:
-        return self.client.model
-
-    def classify(self, pages: list[str], feedback: str | None = None) -> ClassificationOutput:
-        body = "\n\n".join(f"=== PAGE {n} ===\n{text}" for n, text in enumerate(pages, start=1))
-        prompt = f"The document has {len(pages)} page(s).\n\n{body}"
-        if feedback:
-            prompt += f"\n\n{feedback}"
-        return self.client.generate(
-            prompt=prompt, schema=ClassificationOutput, system=SYSTEM_PROMPT, operation="classify"
-        )
 
 
 def uses_vertex(settings: Any) -> bool:

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reliability.extraction.evaluator import Evaluation, evaluate, feedback_block
-from reliability.extraction.offline import ExtractedField, extract
-from reliability.extraction.templates import Template
+from engine.fields.evaluator import Evaluation, evaluate, feedback_block
+from engine.fields.offline_extractor import ExtractedField
+from engine.fields.templates import Template
 
 THRESHOLD_MET = "threshold_met"
 MAX_ITERATIONS = "max_iterations"
@@ -75,19 +75,6 @@ class LoopResult:
 
 # An extractor takes (prompt, feedback or None, flagged fields, iteration) and returns fields.
 Extractor = Callable[[str, "str | None", list[str], int], dict[str, ExtractedField]]
-
-
-def offline_extractor(template: Template, pages: list[str]) -> Extractor:
-    levels: dict[str, int] = {}
-
-    def run(
-        prompt: str, feedback: str | None, flagged: list[str], iteration: int
-    ) -> dict[str, ExtractedField]:
-        for name in flagged:  # widen the search only where the evaluator asked
-            levels[name] = levels.get(name, 0) + 1
-        return extract(template, pages, levels=dict(levels))
-
-    return run
 
 
 def base_prompt(template: Template) -> str:

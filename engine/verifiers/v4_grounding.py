@@ -1,6 +1,6 @@
 """V4 evidence grounding: every snippet must be found on the page it claims.
 
-Deterministic (see reliability.grounding); an LLM is never needed to detect fabrication.
+Deterministic (see engine.grounding); an LLM is never needed to detect fabrication.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from reliability.grounding import contains_term, find_snippet
-from reliability.schemas import ClassificationOutput, Issue, Severity, make_issue
-from reliability.verifiers.context import DocumentContext
+from engine.document import DocumentContext
+from engine.grounding import contains_term, find_snippet
+from engine.schemas import ClassificationOutput, Issue, Severity, make_issue
 
 AGENT = "V4"
 # Every grounding problem is one a language model can fix by quoting the page again.

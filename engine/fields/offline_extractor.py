@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from reliability.extraction.templates import FieldSpec, Template
+from engine.fields.templates import FieldSpec, Template
 
 FOUND = "found"
 NOT_PRESENT = "not_present"

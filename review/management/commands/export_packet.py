@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from reliability.packets import packet_as_dict
 from review.models import ReviewPacket
+from review.serializers import packet_as_dict
 
 
 class Command(BaseCommand):

@@ -1,9 +1,12 @@
+"""What the verifiers know about one document: its pages and, optionally, an LLM client."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from reliability.grounding import Normalised, normalise
+from engine.grounding import Normalised, normalise
+from engine.protocols import LLMClient
 
 
 @dataclass
@@ -11,7 +14,7 @@ class DocumentContext:
     """What the verifiers know about the document: its pages' text, 1-based."""
 
     pages: list[str]
-    llm: object | None = None  # an LLM client for the optional checks; None = skipped
+    llm: LLMClient | None = None  # an LLM client for the optional checks; None = skipped
     min_dominant_confidence: float = 0.5
     skipped: list[str] = field(default_factory=list)
 

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from reliability.schemas import (
+from engine.schemas import (
     DOC_TYPES,
     ClassificationOutput,
     DocType,
@@ -29,9 +29,9 @@ from reliability.schemas import (
     SelfEvaluation,
     TypeAssessment,
 )
-from reliability.verifiers.v3_domain import load_rules
+from engine.verifiers.v3_domain import load_rules
 
-VOCABULARY_PATH = Path(__file__).resolve().parent / "rules" / "offline_vocabulary.json"
+VOCABULARY_PATH = Path(__file__).resolve().parent.parent / "rules" / "offline_vocabulary.json"
 MIN_PAGE_SCORE = 6.0  # below this a page has too little evidence to start a segment
 NEW_SEGMENT_MARGIN = 1.5  # a page's top score must beat the current type's by this factor
 MAX_EVIDENCE = 3

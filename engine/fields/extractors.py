@@ -1,0 +1,56 @@
+"""The two extractors the loop can drive, side by side: the deterministic offline one and the
+LLM one (``extract_fields``). Each is built for one template and one segment's pages and is
+called once per iteration with (prompt, feedback, flagged fields, iteration)."""
+
+from __future__ import annotations
+
+from engine.fields.loop import Extractor
+from engine.fields.offline_extractor import ExtractedField, extract
+from engine.fields.templates import Template
+from engine.llm.errors import LLMError
+from engine.protocols import LLMClient
+
+
+def offline_extractor(template: Template, pages: list[str]) -> Extractor:
+    levels: dict[str, int] = {}
+
+    def run(
+        prompt: str, feedback: str | None, flagged: list[str], iteration: int
+    ) -> dict[str, ExtractedField]:
+        for name in flagged:  # widen the search only where the evaluator asked
+            levels[name] = levels.get(name, 0) + 1
+        return extract(template, pages, levels=dict(levels))
+
+    return run
+
+
+def gemini_extractor(client: LLMClient, template: Template, pages: list[str]) -> Extractor:
+    text = "\n\n".join(f"=== PAGE {n} ===\n{t}" for n, t in enumerate(pages, start=1))
+
+    def run(
+        prompt: str, feedback: str | None, flagged: list[str], iteration: int
+    ) -> dict[str, ExtractedField]:
+        result = client.extract_fields(
+            fields={f.name: f"{f.description} ({f.format})" for f in template.fields},
+            text=text,
+            instructions=prompt,
+        )
+        if result.error:
+            raise LLMError(result.error)
+        fields = {}
+        for spec in template.fields:
+            answer = (result.value or {}).get(spec.name) or {}
+            snippet = answer.get("snippet") or ""
+            page = next((n for n, t in enumerate(pages, start=1) if snippet and snippet in t), None)
+            fields[spec.name] = ExtractedField(
+                spec.name,
+                answer.get("value"),
+                answer.get("status", "not_present"),
+                float(answer.get("confidence", 0.0)),
+                snippet,
+                page,
+                None,
+            )
+        return fields
+
+    return run
