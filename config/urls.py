@@ -7,6 +7,8 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from reliability.api import urls as api_urls
+
 
 @login_not_required
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -23,6 +25,6 @@ urlpatterns = [
     path("documents/", include("documents.urls")),
     path("runs/", include("reliability.urls")),
     path("review/", include("review.urls")),
-    path("api/v1/", include("reliability.api_urls")),
+    path("api/v1/", api_urls()),
     path("healthz", healthz, name="healthz"),
 ]

@@ -1,80 +1,215 @@
-"""JSON API: submit a document with options, poll its status, fetch the result.
+"""JSON API (django-ninja): submit a document with options, poll its status, fetch the result.
 
-Token authentication (``Authorization: Bearer <key>``); a client sees only the documents it
-submitted. The OpenAPI schema is served at /api/v1/openapi.json.
+Bearer tokens (``Authorization: Bearer <key>``, only the key's SHA-256 is stored); a client sees
+only the documents it submitted. Every schema in /api/v1/openapi.json is generated from the
+pydantic models below and from ``ProcessingOptions``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import secrets
-from collections.abc import Callable
-from functools import wraps
 from typing import Any
+from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.urls import reverse
-from django.utils import timezone
-from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
-from pydantic import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.urls import URLPattern, URLResolver, reverse
+from ninja import NinjaAPI, Schema, Status
+from ninja.errors import ValidationError as NinjaValidationError
+from ninja.security import HttpBearer
+from pydantic import ConfigDict, Field, ValidationError
 
 from documents.models import Document
 from documents.services import document_create
 from documents.validation import UploadRefused, check_size
-from reliability.extraction_service import ProcessingOptions
-from reliability.models import ApiToken, Extraction, Run
-from reliability.pipeline import PRESETS
-from reliability.schemas import DOC_TYPES
-from review.models import GroundTruth, ReviewPacket
+from engine.pipeline import PRESETS
+from reliability.fields import ProcessingOptions
+from reliability.models import Extraction, Run
+from reliability.services import api_token_authenticate
+from review.models import ReviewPacket
+from review.selectors import current_ground_truth
 
-View = Callable[..., HttpResponse]
-
-
-def hash_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
+# -- schemas ------------------------------------------------------------------------------------
 
 
-def token_create(*, user: Any, name: str) -> tuple[ApiToken, str]:
-    """A new token; the key is returned once and only its hash is stored."""
-    key = f"vt_{secrets.token_urlsafe(32)}"
-    token = ApiToken.objects.create(user=user, name=name, key_hash=hash_key(key), prefix=key[:8])
-    return token, key
+class Error(Schema):
+    error: str
+    code: str | None = None
+    state: str | None = None
+    details: list[dict[str, str]] | None = None
 
 
-def error(status: int, message: str, **extra: Any) -> JsonResponse:
-    return JsonResponse({"error": message, **extra}, status=status)
+class SubmitForm(ProcessingOptions):
+    """The multipart body: the file, and the options as fields or as one JSON string."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: bytes = Field(json_schema_extra={"format": "binary"})
+    options: str | None = Field(
+        None, description="JSON object of the options (or send each option as its own field)."
+    )
+    preset: str | None = Field(None, json_schema_extra={"enum": list(PRESETS)})
 
 
-def token_required(view: View) -> View:
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic JSON schema with its local $defs inlined, to sit inside the OpenAPI document
+    (where "#/$defs/..." would point at the document's root)."""
+    defs = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                return resolve(defs[ref.removeprefix("#/$defs/")])
+            return {k: resolve(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [resolve(v) for v in node]
+        return node
+
+    return dict(resolve(schema))
+
+
+class Submitted(Schema):
+    id: str
+    status: str
+    status_url: str
+    result_url: str
+
+
+class RunBrief(Schema):
+    id: int
+    status: str
+    decision: str
+
+
+class DocumentStatus(Schema):
+    id: str
+    filename: str
+    status: str = Field(description="uploaded, ingesting, classifying, completed or failed")
+    page_count: int
+    options: dict[str, Any]
+    status_url: str
+    result_url: str
+    error: str
+    run: RunBrief | None = None
+
+
+class LoopSummary(Schema):
+    final_score: float | None
+    iterations: int
+    met_threshold: bool
+    stopped_reason: str
+    history: list[dict[str, Any]] | None = None
+
+
+class SegmentFields(Schema):
+    segment: int
+    pages: list[int]
+    doc_type: str
+    status: str
+    fields: dict[str, Any]
+    loop: LoopSummary
+
+
+class ReviewState(Schema):
+    status: str
+    ground_truth_source: str | None
+
+
+class SegmentType(Schema):
+    start_page: int
+    end_page: int
+    type: str
+
+
+class DocumentResult(Schema):
+    id: str
+    type: str | None
+    decision: str
+    review: ReviewState
+    segments: list[SegmentType]
+    fields: list[SegmentFields]
+    warnings: list[str]
+    processing_time_seconds: float
+
+
+# -- authentication ---------------------------------------------------------------------------
+
+
+class ApiRefusal(Exception):
+    def __init__(self, status: int, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = {"error": message, **extra}
+
+
+class bearer(HttpBearer):
+    """A valid, unrevoked token of an active user; the request then acts as that user."""
+
+    def __call__(self, request: HttpRequest) -> Any:
         header = request.headers.get("Authorization", "")
         if not header.startswith("Bearer "):
-            return error(401, "Authentication required: send 'Authorization: Bearer <token>'.")
-        token = (
-            ApiToken.objects.select_related("user")
-            .filter(key_hash=hash_key(header[7:].strip()), revoked=False)
-            .first()
-        )
-        if token is None or not token.user.is_active:
-            return error(401, "The API token is not valid (unknown or revoked).")
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
-        request.user = token.user
-        return view(request, *args, **kwargs)
+            raise ApiRefusal(401, "Authentication required: send 'Authorization: Bearer <token>'.")
+        return self.authenticate(request, header[7:].strip())
 
-    return csrf_exempt(login_not_required(wrapper))
+    def authenticate(self, request: HttpRequest, token: str) -> Any:
+        found = api_token_authenticate(key=token)
+        if found is None:
+            raise ApiRefusal(401, "The API token is not valid (unknown or revoked).")
+        request.user = found.user
+        return found.user
+
+
+api = NinjaAPI(
+    title="Vetted API",
+    version="1.0.0",
+    description="Submit clinical documents, poll, and fetch the verified classification and "
+    "extracted fields.",
+    urls_namespace="api",
+    auth=bearer(),
+    docs_url=None,  # no CDN-hosted documentation page; the schema is at openapi.json
+)
+
+
+@api.exception_handler(ApiRefusal)
+def _refusal(request: HttpRequest, exc: ApiRefusal) -> HttpResponse:
+    return api.create_response(request, exc.body, status=exc.status)
+
+
+@api.exception_handler(NinjaValidationError)
+def _invalid(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
+    details = [
+        {"option": ".".join(str(part) for part in e["loc"][1:]), "message": e["msg"]}
+        for e in exc.errors
+    ]
+    message = "Invalid request: " + "; ".join(f"{d['option']}: {d['message']}" for d in details)
+    return api.create_response(request, {"error": message, "details": details}, status=400)
+
+
+# -- helpers ------------------------------------------------------------------------------------
 
 
 def _options(request: HttpRequest) -> ProcessingOptions:
     if "options" in request.POST:
-        raw: dict[str, Any] = json.loads(request.POST["options"])
+        try:
+            raw: dict[str, Any] = json.loads(request.POST["options"])
+        except json.JSONDecodeError:
+            raise ApiRefusal(400, "The 'options' field is not valid JSON.") from None
     else:
         raw = {k: v for k, v in request.POST.items()}
-    return ProcessingOptions.model_validate(raw)
+    try:
+        return ProcessingOptions.model_validate(raw)
+    except ValidationError as exc:
+        details = [
+            {"option": ".".join(map(str, e["loc"])) or "options", "message": e["msg"]}
+            for e in exc.errors()
+        ]
+        raise ApiRefusal(
+            400,
+            "Invalid options: " + "; ".join(f"{d['option']}: {d['message']}" for d in details),
+            details=details,
+        ) from None
 
 
 def _links(document: Document) -> dict[str, str]:
@@ -84,50 +219,14 @@ def _links(document: Document) -> dict[str, str]:
     }
 
 
-@token_required
-@require_POST
-def submit(request: HttpRequest) -> HttpResponse:
-    upload = request.FILES.get("file")
-    if upload is None:
-        return error(400, "Attach the document as the multipart field 'file'.")
-    try:
-        options = _options(request)
-    except json.JSONDecodeError:
-        return error(400, "The 'options' field is not valid JSON.")
-    except ValidationError as exc:
-        details = [
-            {"option": ".".join(map(str, e["loc"])) or "options", "message": e["msg"]}
-            for e in exc.errors()
-        ]
-        return error(
-            400,
-            "Invalid options: " + "; ".join(f"{d['option']}: {d['message']}" for d in details),
-            details=details,
-        )
-    name = upload.name or "upload"
-    try:
-        check_size(name=name, size=upload.size or 0, max_bytes=settings.UPLOAD_MAX_BYTES)
-        document = document_create(
-            filename=name,
-            content=upload.read(),
-            user=request.user,
-            options=options.model_dump(mode="json", exclude_none=True),
-        )
-    except UploadRefused as refused:
-        if refused.code == "duplicate":
-            return error(409, refused.message)
-        return error(400, refused.message, code=refused.code)
-    document.refresh_from_db()
-    return JsonResponse(
-        {"id": str(document.pk), "status": _status(document)[0], **_links(document)}, status=202
-    )
-
-
-def _own_document(request: HttpRequest, document_id: str) -> Document | None:
+def _own_document(request: HttpRequest, document_id: UUID) -> Document:
     documents = Document.objects.all()
     if not request.user.is_staff:
         documents = documents.filter(uploaded_by_id=request.user.pk)
-    return documents.filter(pk=document_id).first()
+    document = documents.filter(pk=document_id).first()
+    if document is None:
+        raise ApiRefusal(404, "No such document for this token.")
+    return document
 
 
 def _latest_run(document: Document) -> Run | None:
@@ -148,12 +247,56 @@ def _status(document: Document) -> tuple[str, Run | None]:
     return "completed", run
 
 
-@token_required
-@require_GET
-def status(request: HttpRequest, document_id: str) -> HttpResponse:
+# -- operations ---------------------------------------------------------------------------------
+
+ERRORS = {400: Error, 401: Error, 409: Error}
+
+
+@api.post(
+    "/documents/",
+    url_name="submit",
+    summary="Submit a document (PDF or text) with processing options",
+    response={202: Submitted, **ERRORS},
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "multipart/form-data": {"schema": _inlined(SubmitForm.model_json_schema())}
+            },
+        }
+    },
+)
+def submit(request: HttpRequest) -> Status[dict[str, Any]]:
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise ApiRefusal(400, "Attach the document as the multipart field 'file'.")
+    options = _options(request)
+    name = upload.name or "upload"
+    try:
+        check_size(name=name, size=upload.size or 0, max_bytes=settings.UPLOAD_MAX_BYTES)
+        document = document_create(
+            filename=name,
+            content=upload.read(),
+            user=request.user,
+            options=options.model_dump(mode="json", exclude_none=True),
+        )
+    except UploadRefused as refused:
+        if refused.code == "duplicate":
+            raise ApiRefusal(409, refused.message) from None
+        raise ApiRefusal(400, refused.message, code=refused.code) from None
+    document.refresh_from_db()
+    return Status(202, {"id": str(document.pk), "status": _status(document)[0], **_links(document)})
+
+
+@api.get(
+    "/documents/{uuid:document_id}/",
+    url_name="status",
+    summary="Processing status",
+    response={200: DocumentStatus, 401: Error, 404: Error},
+    exclude_unset=True,
+)
+def status(request: HttpRequest, document_id: UUID) -> dict[str, Any]:
     document = _own_document(request, document_id)
-    if document is None:
-        return error(404, "No such document for this token.")
     state, run = _status(document)
     body: dict[str, Any] = {
         "id": str(document.pk),
@@ -166,20 +309,22 @@ def status(request: HttpRequest, document_id: str) -> HttpResponse:
     }
     if run is not None:
         body["run"] = {"id": run.pk, "status": run.status, "decision": run.final_decision}
-    return JsonResponse(body)
+    return body
 
 
-@token_required
-@require_GET
-def result(request: HttpRequest, document_id: str) -> HttpResponse:
+@api.get(
+    "/documents/{uuid:document_id}/result/",
+    url_name="result",
+    summary="Type, segments, fields and loop metadata",
+    response={200: DocumentResult, 401: Error, 404: Error, 409: Error},
+    exclude_unset=True,
+)
+def result(request: HttpRequest, document_id: UUID, history: bool = False) -> dict[str, Any]:
     document = _own_document(request, document_id)
-    if document is None:
-        return error(404, "No such document for this token.")
     state, run = _status(document)
     if state != "completed" or run is None:
-        return error(409, f"The result is not ready: the document is {state}.", state=state)
-    history = request.GET.get("history") in {"1", "true", "yes"}
-    truth = GroundTruth.objects.filter(document=document, superseded_by__isnull=True).first()
+        raise ApiRefusal(409, f"The result is not ready: the document is {state}.", state=state)
+    truth = current_ground_truth(document)
     packet = ReviewPacket.objects.filter(run=run).first()
     classification = truth.classification if truth else (packet.classification if packet else {})
     extractions = list(Extraction.objects.filter(run=run).order_by("segment_index"))
@@ -187,171 +332,51 @@ def result(request: HttpRequest, document_id: str) -> HttpResponse:
     warnings += [e.refused_reason for e in extractions if e.refused_reason]
     if document.quality_message:
         warnings.append(document.quality_message)
-    return JsonResponse(
-        {
-            "id": str(document.pk),
-            "type": classification.get("dominant_type_overall"),
-            "decision": run.final_decision,
-            "review": {
-                "status": packet.status if packet else "not_needed",
-                "ground_truth_source": truth.source if truth else None,
-            },
-            "segments": [
-                {
-                    "start_page": s["start_page"],
-                    "end_page": s["end_page"],
-                    "type": s["dominant_type"],
-                }
-                for s in classification.get("segments", [])
-            ],
-            "fields": [
-                {
-                    "segment": e.segment_index,
-                    "pages": [e.start_page, e.end_page],
-                    "doc_type": e.doc_type,
-                    "status": e.status,
-                    "fields": e.fields,
-                    "loop": {
-                        "final_score": e.final_score,
-                        "iterations": e.iterations_count,
-                        "met_threshold": e.met_threshold,
-                        "stopped_reason": e.stopped_reason,
-                        **({"history": e.iterations} if history else {}),
-                    },
-                }
-                for e in extractions
-            ],
-            "warnings": warnings,
-            "processing_time_seconds": round(
-                (document.ingest_seconds or 0.0) + (run.duration_seconds or 0.0), 3
-            ),
-        }
-    )
-
-
-@login_not_required
-@require_GET
-def openapi(request: HttpRequest) -> HttpResponse:
-    return JsonResponse(openapi_schema())
+    return {
+        "id": str(document.pk),
+        "type": classification.get("dominant_type_overall"),
+        "decision": run.final_decision,
+        "review": {
+            "status": packet.status if packet else "not_needed",
+            "ground_truth_source": truth.source if truth else None,
+        },
+        "segments": [
+            {"start_page": s["start_page"], "end_page": s["end_page"], "type": s["dominant_type"]}
+            for s in classification.get("segments", [])
+        ],
+        "fields": [
+            {
+                "segment": e.segment_index,
+                "pages": [e.start_page, e.end_page],
+                "doc_type": e.doc_type,
+                "status": e.status,
+                "fields": e.fields,
+                "loop": {
+                    "final_score": e.final_score,
+                    "iterations": e.iterations_count,
+                    "met_threshold": e.met_threshold,
+                    "stopped_reason": e.stopped_reason,
+                    **({"history": e.iterations} if history else {}),
+                },
+            }
+            for e in extractions
+        ],
+        "warnings": warnings,
+        "processing_time_seconds": round(
+            (document.ingest_seconds or 0.0) + (run.duration_seconds or 0.0), 3
+        ),
+    }
 
 
 def openapi_schema() -> dict[str, Any]:
-    option_props = {
-        "enable_reliability_loop": {
-            "type": "boolean",
-            "default": True,
-            "description": "Run the evaluator-optimizer loop; false "
-            "means a single extraction pass.",
-        },
-        "quality_threshold": {
-            "type": "number",
-            "minimum": 0,
-            "maximum": 1,
-            "description": "Stop the loop at this score (default 0.95).",
-        },
-        "max_iterations": {"type": "integer", "minimum": 1, "maximum": 10},
-        "preset": {"type": "string", "enum": list(PRESETS)},
-        "type_override": {
-            "type": "string",
-            "enum": [t.value for t in DOC_TYPES],
-            "description": "Extract with this type's template.",
-        },
-    }
-    err = {
-        "description": "Error",
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-    }
-    doc_id = [
-        {
-            "name": "document_id",
-            "in": "path",
-            "required": True,
-            "schema": {"type": "string", "format": "uuid"},
-        }
-    ]
-    return {
-        "openapi": "3.1.0",
-        "info": {
-            "title": "Vetted API",
-            "version": "1.0.0",
-            "description": "Submit clinical documents, poll, and fetch the verified "
-            "classification and extracted fields.",
-        },
-        "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": {
-                "Error": {
-                    "type": "object",
-                    "required": ["error"],
-                    "properties": {"error": {"type": "string"}},
-                },
-                "Options": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": option_props,
-                },
-            },
-        },
-        "security": [{"bearer": []}],
-        "paths": {
-            "/api/v1/documents/": {
-                "post": {
-                    "summary": "Submit a document (PDF or text) with processing options",
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "multipart/form-data": {
-                                "schema": {
-                                    "type": "object",
-                                    "required": ["file"],
-                                    "properties": {
-                                        "file": {"type": "string", "format": "binary"},
-                                        "options": {
-                                            "type": "string",
-                                            "description": "JSON object of Options (or send each "
-                                            "option as its own form field)",
-                                        },
-                                        **option_props,
-                                    },
-                                }
-                            }
-                        },
-                    },
-                    "responses": {
-                        "202": {"description": "Accepted; poll status_url"},
-                        "400": err,
-                        "401": err,
-                        "409": err,
-                    },
-                }
-            },
-            "/api/v1/documents/{document_id}/": {
-                "get": {
-                    "summary": "Processing status",
-                    "parameters": doc_id,
-                    "responses": {
-                        "200": {
-                            "description": "uploaded, ingesting, classifying, completed or failed"
-                        },
-                        "401": err,
-                        "404": err,
-                    },
-                }
-            },
-            "/api/v1/documents/{document_id}/result/": {
-                "get": {
-                    "summary": "Type, segments, fields and loop metadata",
-                    "parameters": [
-                        *doc_id,
-                        {"name": "history", "in": "query", "schema": {"type": "boolean"}},
-                    ],
-                    "responses": {
-                        "200": {"description": "The result"},
-                        "401": err,
-                        "404": err,
-                        "409": err,
-                    },
-                }
-            },
-        },
-    }
+    return dict(api.get_openapi_schema(path_prefix="/api/v1/"))
+
+
+def urls() -> tuple[list[URLResolver | URLPattern], str, str]:
+    """The API's URL patterns. Tokens, not sessions, guard them: they opt out of the login
+    redirect that every page has."""
+    patterns, app_name, namespace = api.urls
+    for pattern in patterns:
+        if isinstance(pattern, URLPattern):
+            login_not_required(pattern.callback)
+    return patterns, app_name, namespace
