@@ -29,18 +29,64 @@ def django_db_modify_db_settings() -> None:
 def media_root(settings: Any, tmp_path: Path) -> Path:
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.REDIS_URL = ""  # inline jobs unless a test opts into RQ
+    # A deliberately weak hasher: hashing is not under test, and the default costs ~0.9 s a user.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     return settings.MEDIA_ROOT
 
 
-@pytest.fixture
-def reviewer(django_user_model: Any) -> Any:
-    from review.roles import REVIEWERS, ensure_roles
+# -- roles: one fixture per role, the same meaning everywhere ------------------------------------
 
+
+@pytest.fixture
+def roles() -> dict[str, Any]:
+    from review.roles import ensure_roles
+
+    return ensure_roles()
+
+
+def make_user(
+    django_user_model: Any, roles: dict[str, Any], username: str, role: str | None, **extra: Any
+) -> Any:
     user = django_user_model.objects.create_user(
-        username="rita", password=PASSWORD, first_name="Rita", last_name="Reviewer"
+        username=username, password=PASSWORD, first_name=username.title(), **extra
     )
-    user.groups.add(ensure_roles()[REVIEWERS])
+    if role:
+        user.groups.add(roles[role])
     return user
+
+
+@pytest.fixture
+def reviewer(django_user_model: Any, roles: dict[str, Any]) -> Any:
+    """A clinician: the Reviewers role."""
+    from review.roles import REVIEWERS
+
+    return make_user(django_user_model, roles, "rita", REVIEWERS)
+
+
+@pytest.fixture
+def other_reviewer(django_user_model: Any, roles: dict[str, Any]) -> Any:
+    from review.roles import REVIEWERS
+
+    return make_user(django_user_model, roles, "omar", REVIEWERS)
+
+
+@pytest.fixture
+def admin_user(django_user_model: Any, roles: dict[str, Any]) -> Any:
+    """The Admins role with staff status (export, metrics, Django admin): not a superuser."""
+    from review.roles import ADMINS
+
+    return make_user(django_user_model, roles, "ada", ADMINS, is_staff=True)
+
+
+@pytest.fixture
+def superuser(django_user_model: Any) -> Any:
+    return django_user_model.objects.create_superuser(username="root", password=PASSWORD)
+
+
+@pytest.fixture
+def outsider(django_user_model: Any, roles: dict[str, Any]) -> Any:
+    """Logged in, but without a role."""
+    return make_user(django_user_model, roles, "otto", None)
 
 
 def ready_document(*texts: str, sha: str = "c", **fields: Any) -> Any:
@@ -61,11 +107,6 @@ def ready_document(*texts: str, sha: str = "c", **fields: Any) -> Any:
             document=document, number=number, text=text, paragraphs=text.split("\n\n")
         )
     return document
-
-
-@pytest.fixture
-def admin_user(django_user_model: Any) -> Any:
-    return django_user_model.objects.create_superuser(username="ada", password=PASSWORD)
 
 
 @pytest.fixture
@@ -116,8 +157,39 @@ def run_burst_worker(redis_url: str) -> subprocess.CompletedProcess[str]:
 
 def pathology_field_names() -> list[str]:
     """The clinical pack's pathology fields, for scripting an LLM's extract_fields answer."""
-    from reliability.extraction.templates import find_template, load_packs
+    from engine.fields.templates import find_template, load_packs
 
     template = find_template(load_packs(("clinical",)), "pathology")
     assert template is not None
     return [f.name for f in template.fields]
+
+
+# -- a two-page pathology report and a careful classifier's answer for it ------------------------
+
+PATHOLOGY_PAGES = [
+    "SURGICAL PATHOLOGY REPORT\n\nFINAL DIAGNOSIS\n\nLeft breast, core biopsy: invasive ductal "
+    "carcinoma, Nottingham grade 2.",
+    "MICROSCOPIC DESCRIPTION\n\nNests of malignant epithelial cells infiltrate a desmoplastic "
+    "stroma with lymphovascular invasion.",
+]
+
+
+@pytest.fixture
+def pages() -> list[str]:
+    return list(PATHOLOGY_PAGES)
+
+
+@pytest.fixture
+def context(pages: list[str]) -> Any:
+    from engine.document import DocumentContext
+
+    return DocumentContext(pages=pages, min_dominant_confidence=0.6)
+
+
+@pytest.fixture
+def clean(pages: list[str]) -> Any:
+    from benchmarks.faults import clean_output
+
+    output = clean_output(pages, "pathology")
+    assert output is not None
+    return output

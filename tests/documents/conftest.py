@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from documents.pdfgen import text_pdf
+from benchmarks.pdfgen import text_pdf
 
 PATHOLOGY_PAGES = [
     [

@@ -10,11 +10,11 @@ from django.urls import reverse
 from django.utils import timezone
 from rq import Queue
 
+from benchmarks.pdfgen import image_pdf
 from config.jobs import get_queue
 from documents import services, tasks
-from documents.extraction import ExtractionError
 from documents.models import Document, Page
-from documents.pdfgen import image_pdf
+from documents.pages import UnreadableDocument
 from tests.conftest import run_burst_worker
 
 # Real commits: ingestion is queued with transaction.on_commit, as in production.
@@ -75,7 +75,7 @@ def test_a_failed_ingestion_keeps_the_file_and_can_be_retried(
     real_ingest = services.document_ingest
 
     def broken(**kwargs):
-        raise ExtractionError("Page 2 of the PDF could not be read (it may be damaged).")
+        raise UnreadableDocument("Page 2 of the PDF could not be read (it may be damaged).")
 
     monkeypatch.setattr(services, "document_ingest", broken)
     document = services.document_create(filename="path.pdf", content=pathology_pdf, user=None)

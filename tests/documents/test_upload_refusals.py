@@ -9,8 +9,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from benchmarks.pdfgen import text_pdf, zero_page_pdf
 from documents.models import Document, Page
-from documents.pdfgen import text_pdf, zero_page_pdf
 
 pytestmark = pytest.mark.django_db
 

@@ -112,10 +112,10 @@ def test_an_unknown_document_is_404(reviewer_client):
     assert response.status_code == 404
 
 
-def test_admin_searches_documents_by_filename_and_filters_by_status(client, admin_user):
+def test_admin_searches_documents_by_filename_and_filters_by_status(client, superuser):
     make_document(original_filename="chest-ct.pdf")
     make_document(original_filename="biopsy.pdf", status=Document.Status.FAILED)
-    client.force_login(admin_user)
+    client.force_login(superuser)
     url = reverse("admin:documents_document_changelist")
 
     by_name = client.get(url, {"q": "chest"}).content.decode()

@@ -7,8 +7,8 @@ import threading
 import pytest
 from playwright.sync_api import expect
 
+from benchmarks.pdfgen import text_pdf
 from documents.models import Document
-from documents.pdfgen import text_pdf
 from tests.conftest import PASSWORD, run_burst_worker
 from tests.e2e.conftest import log_in
 

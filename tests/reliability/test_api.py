@@ -9,9 +9,10 @@ import uuid
 
 import pytest
 
+from benchmarks.pdfgen import text_pdf
 from documents.models import Document
-from documents.pdfgen import text_pdf
-from reliability.api import openapi_schema, token_create
+from reliability.api import openapi_schema
+from reliability.services import api_token_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,7 +62,7 @@ def call(url, *, token=None, method="GET", fields=None, file=None):
 @pytest.fixture
 def token(django_user_model):
     user = django_user_model.objects.create_user(username="lims", password="x")
-    return token_create(user=user, name="lims")[1]
+    return api_token_create(user=user, name="lims")[1]
 
 
 def test_without_a_token_the_api_refuses(live_server):
@@ -167,7 +168,7 @@ def test_a_client_sees_only_its_own_documents(live_server, token, django_user_mo
         method="POST",
         file=("path.pdf", text_pdf(REPORT)),
     )
-    other = token_create(
+    other = api_token_create(
         user=django_user_model.objects.create_user("other", password="x"), name="other"
     )[1]
     status, refused = call(live_server.url + body["status_url"], token=other)
@@ -184,3 +185,27 @@ def test_the_openapi_schema_is_served_and_describes_every_path(live_server):
         "/api/v1/documents/{document_id}/result/",
     }
     assert schema["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+
+
+def test_the_schema_of_the_upload_is_generated_from_the_processing_options():
+    from engine.schemas import DOC_TYPES
+    from reliability.fields import ProcessingOptions
+
+    body = openapi_schema()["paths"]["/api/v1/documents/"]["post"]["requestBody"]
+    schema = body["content"]["multipart/form-data"]["schema"]
+    assert set(schema["properties"]) == set(ProcessingOptions.model_fields) | {"file", "options"}
+    assert schema["properties"]["file"]["format"] == "binary"
+    [choice] = [c for c in schema["properties"]["type_override"]["anyOf"] if "enum" in c]
+    assert choice["enum"] == [t.value for t in DOC_TYPES]
+    assert "$defs" not in json.dumps(schema)
+
+
+def test_a_malformed_query_parameter_is_a_json_error(live_server, token):
+    status, body = call(
+        f"{live_server.url}/api/v1/documents/",
+        token=token,
+        method="POST",
+        file=("path.pdf", text_pdf(REPORT)),
+    )
+    status, refused = call(live_server.url + body["result_url"] + "?history=maybe", token=token)
+    assert status == 400 and refused["error"].startswith("Invalid request: history:")

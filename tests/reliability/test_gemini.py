@@ -7,7 +7,9 @@ import json
 import pytest
 from django.urls import reverse
 
-from reliability import llm, services
+from engine import llm
+from engine.classifiers.gemini import GeminiClassifier
+from reliability import services
 from reliability.models import Run
 from review.models import GroundTruth, ReviewPacket
 from tests.conftest import pathology_field_names, ready_document
@@ -39,7 +41,7 @@ def make_client(stub, **options):
 def test_structured_output_is_parsed_into_the_schema(stub, clean, pages):
     stub.reply(clean.model_dump_json())
     client = make_client(stub)
-    output = llm.GeminiClassifier(client).classify(pages)
+    output = GeminiClassifier(client).classify(pages)
 
     assert output == clean
     request = stub.requests[0]
@@ -57,7 +59,7 @@ def test_a_429_is_retried_with_backoff_then_succeeds(stub, clean, pages):
     stub.fail(503)
     stub.reply(clean.model_dump_json())
     client = make_client(stub)
-    assert llm.GeminiClassifier(client).classify(pages) == clean
+    assert GeminiClassifier(client).classify(pages) == clean
     assert len(stub.requests) == 3
     assert len(client.delays) == 2
     assert 0.25 <= client.delays[0] <= 0.5 and 0.5 <= client.delays[1] <= 1.0  # jittered
@@ -68,7 +70,7 @@ def test_persistent_5xx_gives_up_after_the_bounded_retries(stub, pages):
     stub.fail(500, times=10)
     client = make_client(stub)
     with pytest.raises(llm.LLMTransportError, match="HTTP 500 after 4 attempt"):
-        llm.GeminiClassifier(client).classify(pages)
+        GeminiClassifier(client).classify(pages)
     assert len(stub.requests) == 4  # 1 + 3 retries
     assert client.calls[-1].ok is False
 
@@ -76,14 +78,14 @@ def test_persistent_5xx_gives_up_after_the_bounded_retries(stub, pages):
 def test_a_client_error_is_not_retried(stub, pages):
     stub.script.append((400, {"error": {"code": 400, "message": "bad", "status": "INVALID"}}))
     with pytest.raises(llm.LLMTransportError, match="HTTP 400 after 1 attempt"):
-        llm.GeminiClassifier(make_client(stub)).classify(pages)
+        GeminiClassifier(make_client(stub)).classify(pages)
 
 
 def test_a_schema_invalid_response_is_re_asked_once_with_the_error(stub, clean, pages):
     stub.reply(json.dumps({"dominant_type_overall": "pathology"}))
     stub.reply(clean.model_dump_json())
     client = make_client(stub)
-    assert llm.GeminiClassifier(client).classify(pages) == clean
+    assert GeminiClassifier(client).classify(pages) == clean
     assert "--- YOUR PREVIOUS RESPONSE WAS INVALID ---" in stub.prompt(1)
     assert "segments" in stub.prompt(1)
     assert client.calls[0].reasked
@@ -93,7 +95,7 @@ def test_a_second_invalid_response_is_a_schema_failure(stub, pages):
     stub.reply("not json")
     stub.reply("{}")
     with pytest.raises(llm.LLMSchemaError, match="after one re-ask"):
-        llm.GeminiClassifier(make_client(stub)).classify(pages)
+        GeminiClassifier(make_client(stub)).classify(pages)
     assert len(stub.requests) == 2
 
 

@@ -1,17 +1,12 @@
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-
-from reliability import pipeline
-from reliability.faults import clean_output
+from benchmarks.faults import clean_output
+from engine import pipeline
+from engine.document import DocumentContext
 from reliability.models import Run
-from reliability.services import packet_create
-from reliability.verifiers.context import DocumentContext
 from review.models import ReviewPacket
-from review.roles import ADMINS, REVIEWERS, ensure_roles
-from tests.conftest import PASSWORD, ready_document
+from review.services import packet_create
+from tests.conftest import ready_document
 
 PAGES = [
     "SURGICAL PATHOLOGY REPORT\n\nHistory: breast mass.\n\nFINAL DIAGNOSIS\n\n"
@@ -20,42 +15,6 @@ PAGES = [
     "TEST REQUISITION\n\nGROSS DESCRIPTION\n\nThree cores of tan tissue, 1.2 to 1.6 cm, "
     "submitted entirely in one cassette.",
 ]
-
-
-@pytest.fixture
-def roles():
-    return ensure_roles()
-
-
-def _user(
-    django_user_model: Any, roles: dict[str, Any], username: str, role: str | None, **extra: Any
-) -> Any:
-    user = django_user_model.objects.create_user(
-        username=username, password=PASSWORD, first_name=username.title(), **extra
-    )
-    if role:
-        user.groups.add(roles[role])
-    return user
-
-
-@pytest.fixture
-def reviewer(django_user_model, roles):
-    return _user(django_user_model, roles, "rita", REVIEWERS)
-
-
-@pytest.fixture
-def other_reviewer(django_user_model, roles):
-    return _user(django_user_model, roles, "omar", REVIEWERS)
-
-
-@pytest.fixture
-def admin_user(django_user_model, roles):
-    return _user(django_user_model, roles, "ada", ADMINS, is_staff=True)
-
-
-@pytest.fixture
-def outsider(django_user_model, roles):
-    return _user(django_user_model, roles, "otto", None)
 
 
 def make_packet(
@@ -72,7 +31,7 @@ def make_packet(
     output = clean_output(pages, label)
     assert output is not None
     if fabricate:
-        from reliability.schemas import Evidence
+        from engine.schemas import Evidence
 
         assessment = output.segments[0].assessment(label)
         assert assessment is not None

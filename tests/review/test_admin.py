@@ -34,9 +34,9 @@ READ_ONLY = [
 
 
 @pytest.fixture
-def superuser_client(django_user_model):
+def superuser_client(superuser):
     client = Client()
-    client.force_login(django_user_model.objects.create_superuser("root", password="x"))
+    client.force_login(superuser)
     return client
 
 

@@ -239,8 +239,8 @@ def correction(**overrides):
 
 
 def test_a_correction_supersedes_earlier_ground_truth_without_overwriting(reviewer, packet):
-    from reliability.schemas import ClassificationOutput
-    from reliability.services import ground_truth_record
+    from engine.schemas import ClassificationOutput
+    from review.services import ground_truth_record
 
     earlier = ground_truth_record(
         document=packet.document,
@@ -345,7 +345,7 @@ def test_releasing_puts_the_packet_back(reviewer, packet):
 def test_the_page_image_is_rendered_with_highlights_and_cached(reviewer, tmp_path):
     from django.core.files.base import ContentFile
 
-    from documents.pdfgen import text_pdf
+    from benchmarks.pdfgen import text_pdf
 
     packet = make_packet()
     pdf = text_pdf(

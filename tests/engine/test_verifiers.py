@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from reliability.schemas import DocType, Evidence, Presence, Severity
-from reliability.verifiers import v1_schema, v2_consistency, v3_domain, v4_grounding
-from reliability.verifiers.context import DocumentContext
+from engine.document import DocumentContext
+from engine.schemas import DocType, Evidence, Presence, Severity
+from engine.verifiers import v1_schema, v2_consistency, v3_domain, v4_grounding
 
 
 def codes(issues):
@@ -237,7 +237,7 @@ def test_generic_evidence_backing_high_confidence_is_a_major(clean, context, pag
 
 
 def test_quality_score_weighs_severities():
-    from reliability.schemas import Issue
+    from engine.schemas import Issue
 
     def issue(severity):
         return Issue(agent="V4", severity=severity, code="x", message="x")

@@ -9,10 +9,11 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
+from benchmarks.evaluation import evaluate_fields, value_matches
 from documents.models import Document
-from reliability import llm, services
-from reliability.evaluation import evaluate_fields, value_matches
-from reliability.extraction_service import POOR_OCR_REASON, templates_sync
+from engine import llm
+from reliability import services
+from reliability.fields import POOR_OCR_REASON, templates_sync
 from reliability.models import Extraction, ExtractionTemplate
 from review.models import GroundTruth
 from review.roles import REVIEWERS, ensure_roles
@@ -85,12 +86,10 @@ def test_a_reviewer_corrects_a_field_and_the_ground_truth_and_export_carry_it(dj
     reviewer = django_user_model.objects.create_user("rita", password="x")
     reviewer.groups.add(roles[REVIEWERS])
     packet = make_packet()
-    from reliability.extraction_service import extraction_run
-    from reliability.schemas import ClassificationOutput
+    from engine.schemas import ClassificationOutput
+    from reliability.fields import fields_record
 
-    extraction_run(
-        run=packet.run, output=ClassificationOutput.model_validate(packet.classification)
-    )
+    fields_record(run=packet.run, output=ClassificationOutput.model_validate(packet.classification))
     client = Client()
     client.force_login(reviewer)
     page = client.get(reverse("review:packet", args=[packet.pk])).content.decode()
@@ -158,9 +157,9 @@ def test_the_gemini_extractor_uses_extract_fields_through_the_stub(settings):
         client = llm.GeminiClient(
             model="m", api_key="k", base_url=stub.url, max_transport_retries=0
         )
-        from reliability.extraction.loop import LoopConfig, run_loop
-        from reliability.extraction.templates import find_template, load_packs
-        from reliability.extraction_service import gemini_extractor
+        from engine.fields.extractors import gemini_extractor
+        from engine.fields.loop import LoopConfig, run_loop
+        from engine.fields.templates import find_template, load_packs
 
         template = find_template(load_packs(("clinical",)), "pathology")
         result = run_loop(

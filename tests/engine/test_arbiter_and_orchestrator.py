@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from reliability import autofix, pipeline
-from reliability.schemas import Decision, DocType, Issue, Severity
-from reliability.verifiers import arbiter
+from engine import autofix, pipeline
+from engine.schemas import Decision, DocType, Issue, Severity
+from engine.verifiers import arbiter
 
 
 def issue(severity, *, fixable=False):

@@ -6,19 +6,19 @@ import itertools
 
 import pytest
 
-from reliability.extraction import evaluator
-from reliability.extraction.loop import (
+from engine.fields import evaluator
+from engine.fields.extractors import offline_extractor
+from engine.fields.loop import (
     MAX_ITERATIONS,
     PLATEAU,
     SINGLE_PASS,
     THRESHOLD_MET,
     TIMEOUT,
     LoopConfig,
-    offline_extractor,
     run_loop,
 )
-from reliability.extraction.offline import ExtractedField, extract
-from reliability.extraction.templates import (
+from engine.fields.offline_extractor import ExtractedField, extract
+from engine.fields.templates import (
     Pack,
     TemplateError,
     find_template,

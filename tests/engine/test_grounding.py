@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from reliability.grounding import find_snippet
+from engine.grounding import find_snippet
 
 PAGE = (
     "FINAL DIAGNOSIS\n\nInvasive ductal carci-\nnoma, Nottingham grade 2.  The \ufb01ndings   "

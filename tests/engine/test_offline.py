@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from documents.extraction import extract_pdf, extract_text_file
-from reliability.grounding import find_snippet
-from reliability.offline import OfflineClassifier, load_vocabulary
-from reliability.schemas import DocType, Presence
+from documents.pages import extract_pdf, extract_text_file
+from engine.classifiers.offline import OfflineClassifier, load_vocabulary
+from engine.grounding import find_snippet
+from engine.schemas import DocType, Presence
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "documents"
 
