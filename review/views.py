@@ -18,9 +18,15 @@ from documents.models import Document
 from documents.services import page_image_path
 from engine.schemas import DISPLAY_NAMES, ClassificationOutput, Severity
 from review import selectors, services
+from review.exports import (
+    CONTENT_TYPES,
+    FILENAMES,
+    ExportFilter,
+    ExportUnavailable,
+    export_bytes,
+)
 from review.forms import TYPE_CHOICES, CorrectionForm, ExportForm, ValidateForm
 from review.models import AuditEvent, GroundTruth, ReviewPacket
-from review.serializers import export_ground_truth
 
 SEVERITY_CHOICES = [(s.value, s.value.title()) for s in Severity]
 
@@ -250,17 +256,32 @@ def export(request: HtmxHttpRequest) -> HttpResponse:
         doc_type=data["type"],
         all_versions=data["all_versions"],
     )
-    body = export_ground_truth(records, fmt=data["format"])
+    fmt = data["format"]
+    try:
+        body = export_bytes(
+            records,
+            fmt=fmt,
+            export_filter=ExportFilter(
+                start=data["start"],
+                end=data["end"],
+                source=data["source"],
+                doc_type=data["type"],
+                all_versions=data["all_versions"],
+            ),
+            site_url=settings.SITE_URL,
+        )
+    except ExportUnavailable as refused:
+        count = GroundTruth.objects.filter(superseded_by__isnull=True).count()
+        context = {"form": form, "count": count, "error": refused.message}
+        return render(request, "review/export.html", context, status=refused.status)
     services.audit_record(
         user=request.user,
         action=AuditEvent.Action.EXPORTED,
         obj=request.user,
         detail={k: str(v) for k, v in data.items()},
     )
-    response = HttpResponse(
-        body, content_type="application/x-ndjson" if data["format"] == "jsonl" else "text/csv"
-    )
-    response["Content-Disposition"] = f'attachment; filename="ground-truth.{data["format"]}"'
+    response = HttpResponse(body, content_type=CONTENT_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{FILENAMES[fmt]}"'
     return response
 
 
