@@ -8,3 +8,8 @@ class IntegrationsConfig(AppConfig):
     documents, reliability and review: they call its services, it never writes theirs."""
 
     name = "integrations"
+
+    def ready(self) -> None:
+        from integrations.sso import check_settings
+
+        check_settings()
