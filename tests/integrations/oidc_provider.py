@@ -155,3 +155,21 @@ class OidcProvider:
     def __exit__(self, *exc: Any) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def use_provider(settings: Any, idp: OidcProvider) -> None:
+    """Point Vetted's single sign-on at ``idp`` (settings is pytest-django's fixture)."""
+    from integrations import sso
+
+    settings.OIDC_ENABLED = True
+    settings.OIDC_RP_CLIENT_ID = idp.client_id
+    settings.OIDC_RP_CLIENT_SECRET = idp.client_secret
+    settings.OIDC_OP_ISSUER = idp.issuer
+    settings.OIDC_PROVIDER_NAME = "St Elsewhere SSO"
+    settings.OIDC_REVIEWERS_GROUPS = ["vetted-clinicians"]
+    settings.OIDC_ADMINS_GROUPS = ["vetted-admins"]
+    settings.AUTHENTICATION_BACKENDS = [
+        "integrations.sso.VettedOIDCBackend",
+        "django.contrib.auth.backends.ModelBackend",
+    ]
+    sso._discovered.clear()

@@ -16,7 +16,7 @@ from integrations import sso
 from integrations.models import SsoIdentity
 from review.roles import ADMINS, REVIEWERS
 from tests.conftest import PASSWORD
-from tests.integrations.oidc_provider import OidcProvider, rsa_key
+from tests.integrations.oidc_provider import OidcProvider, rsa_key, use_provider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,18 +34,7 @@ CLINICIAN = {
 @pytest.fixture
 def provider(settings, roles) -> Iterator[OidcProvider]:
     with OidcProvider(client_id="vetted", client_secret="client-s3cret") as idp:
-        settings.OIDC_ENABLED = True
-        settings.OIDC_RP_CLIENT_ID = "vetted"
-        settings.OIDC_RP_CLIENT_SECRET = "client-s3cret"
-        settings.OIDC_OP_ISSUER = idp.issuer
-        settings.OIDC_PROVIDER_NAME = "St Elsewhere SSO"
-        settings.OIDC_REVIEWERS_GROUPS = ["vetted-clinicians"]
-        settings.OIDC_ADMINS_GROUPS = ["vetted-admins"]
-        settings.AUTHENTICATION_BACKENDS = [
-            "integrations.sso.VettedOIDCBackend",
-            "django.contrib.auth.backends.ModelBackend",
-        ]
-        sso._discovered.clear()
+        use_provider(settings, idp)
         idp.user = dict(CLINICIAN)
         yield idp
         sso._discovered.clear()
