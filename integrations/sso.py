@@ -137,9 +137,7 @@ class VettedOIDCBackend(OIDCAuthenticationBackend):
         self.OIDC_RP_SIGN_ALGO = settings.OIDC_RP_SIGN_ALGO
         self.OIDC_RP_IDP_SIGN_KEY = None
 
-    @staticmethod
-    def get_settings(attr: str, *args: Any) -> Any:
-        return oidc_setting(attr, *args)
+    get_settings = staticmethod(oidc_setting)
 
     @property
     def issuer(self) -> str:
@@ -251,9 +249,7 @@ class SignInStart(OIDCAuthenticationRequestView):
         super(OIDCAuthenticationRequestView, self).__init__(**kwargs)
         self.OIDC_RP_CLIENT_ID = settings.OIDC_RP_CLIENT_ID
 
-    @staticmethod
-    def get_settings(attr: str, *args: Any) -> Any:
-        return oidc_setting(attr, *args)
+    get_settings = staticmethod(oidc_setting)
 
     def get(self, request: HttpRequest) -> HttpResponse:
         if not settings.OIDC_ENABLED:
@@ -271,9 +267,7 @@ class SignInStart(OIDCAuthenticationRequestView):
 class SignInCallback(OIDCAuthenticationCallbackView):
     """The provider sends the browser back here with a code; failures explain themselves."""
 
-    @staticmethod
-    def get_settings(attr: str, *args: Any) -> Any:
-        return oidc_setting(attr, *args)
+    get_settings = staticmethod(oidc_setting)
 
     def get(self, request: HttpRequest) -> HttpResponse:
         if not settings.OIDC_ENABLED:

@@ -441,9 +441,7 @@ def ground_truth_export(
     export_filter = ExportFilter(
         start=start, end=end, source=source, doc_type=type, all_versions=all_versions
     )
-    records = ground_truth_selection(
-        start=start, end=end, source=source, doc_type=type, all_versions=all_versions
-    )
+    records = export_filter.selection()
     if not request.user.has_perm(EXPORT_PERMISSION):
         records = records.filter(document__uploaded_by_id=request.user.pk)
     return _export(request, records, fmt=format, export_filter=export_filter)

@@ -22,10 +22,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from django.db.models import QuerySet
+
 from config.errors import Refused
 from engine.schemas import DISPLAY_NAMES, DOC_TYPES
 from review import fhir
 from review.models import GroundTruth
+from review.selectors import ground_truth_selection
 from review.serializers import EXPORT_FIELDS, export_ground_truth, ground_truth_as_dict
 
 FORMATS: dict[str, str] = {
@@ -80,6 +83,16 @@ class ExportFilter:
     source: str = ""
     doc_type: str = ""
     all_versions: bool = False
+
+    def selection(self) -> QuerySet[GroundTruth]:
+        """The records this filter chooses, in export order."""
+        return ground_truth_selection(
+            start=self.start,
+            end=self.end,
+            source=self.source,
+            doc_type=self.doc_type,
+            all_versions=self.all_versions,
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {

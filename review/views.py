@@ -249,25 +249,19 @@ def export(request: HtmxHttpRequest) -> HttpResponse:
             status=400 if request.GET else 200,
         )
     data = form.cleaned_data
-    records = selectors.ground_truth_selection(
+    fmt = data["format"]
+    export_filter = ExportFilter(
         start=data["start"],
         end=data["end"],
         source=data["source"],
         doc_type=data["type"],
         all_versions=data["all_versions"],
     )
-    fmt = data["format"]
     try:
         body = export_bytes(
-            records,
+            export_filter.selection(),
             fmt=fmt,
-            export_filter=ExportFilter(
-                start=data["start"],
-                end=data["end"],
-                source=data["source"],
-                doc_type=data["type"],
-                all_versions=data["all_versions"],
-            ),
+            export_filter=export_filter,
             site_url=settings.SITE_URL,
         )
     except ExportUnavailable as refused:

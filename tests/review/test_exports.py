@@ -26,6 +26,7 @@ from review import fhir
 from review.exports import LABELS, ExportFilter, export_bytes
 from review.models import GroundTruth
 from review.selectors import ground_truth_selection
+from review.serializers import EXPORT_FIELDS
 from review.services import Correction, corrected_output, ground_truth_record, review_submit
 from tests.conftest import ready_document
 from tests.review.conftest import make_packet
@@ -323,21 +324,7 @@ def test_parquet_keeps_the_jsonl_columns_with_types(reviewer):
         ground_truth_selection(), fmt="parquet", export_filter=ExportFilter(), site_url=SITE
     )
     table = pq.read_table(io.BytesIO(body))
-    assert table.schema.names == [
-        "document_id",
-        "document_sha256",
-        "filename",
-        "version",
-        "source",
-        "dominant_type",
-        "run_id",
-        "model",
-        "prompt_version",
-        "reviewer",
-        "decided_at",
-        "classification",
-        "fields",
-    ]
+    assert table.schema.names == EXPORT_FIELDS  # the JSONL/CSV columns, in order
     assert str(table.schema.field("decided_at").type) == "timestamp[us, tz=UTC]"
     [row] = table.to_pylist()
     [line] = export_bytes(

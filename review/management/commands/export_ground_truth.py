@@ -9,7 +9,6 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from review.exports import FORMATS, ExportFilter, ExportUnavailable, export_bytes, export_write
 from review.models import GroundTruth
-from review.selectors import ground_truth_selection
 
 BINARY = {"parquet", "hf"}
 
@@ -42,13 +41,7 @@ class Command(BaseCommand):
             doc_type=options["doc_type"],
             all_versions=options["all_versions"],
         )
-        records = ground_truth_selection(
-            start=export_filter.start,
-            end=export_filter.end,
-            source=export_filter.source,
-            doc_type=export_filter.doc_type,
-            all_versions=export_filter.all_versions,
-        )
+        records = export_filter.selection()
         out = options["out"]
         if fmt in BINARY and not out:
             raise CommandError(f"--format {fmt} writes files: give --out PATH.")
