@@ -182,7 +182,7 @@ RUN_MAX_JOB_TRIES = env_int("RUN_MAX_JOB_TRIES", 3, minimum=1)
 # Clinician review.
 REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 15, minimum=1)
 REVIEW_PAGE_SIZE = env_int("REVIEW_PAGE_SIZE", 25, minimum=5)
-PAGE_IMAGE_DPI = env_int("PAGE_IMAGE_DPI", 110, minimum=50)
+PAGE_IMAGE_DPI = env_int("PAGE_IMAGE_DPI", 150, minimum=50)
 
 # Field extraction (evaluator-optimizer loop) and the JSON API.
 EXTRACTION_PACKS = env_list("EXTRACTION_PACKS", ["clinical"])

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from review.models import GroundTruth
 from review.selectors import ground_truth_selection
 from review.serializers import export_ground_truth
+from review.services import export_audit
 
 
 class Command(BaseCommand):
@@ -21,6 +22,11 @@ class Command(BaseCommand):
         parser.add_argument("--source", choices=GroundTruth.Source.values, default="")
         parser.add_argument("--type", dest="doc_type", default="")
         parser.add_argument("--all-versions", action="store_true")
+        parser.add_argument(
+            "--with-text",
+            action="store_true",
+            help="add each page's text (patient data: for training a model)",
+        )
         parser.add_argument("--out", help="file to write (default: standard output)")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -31,10 +37,16 @@ class Command(BaseCommand):
             doc_type=options["doc_type"],
             all_versions=options["all_versions"],
         )
-        body = export_ground_truth(records, fmt=options["format"])
+        body = export_ground_truth(records, fmt=options["format"], with_text=options["with_text"])
+        count = records.count()
+        filters = {
+            key: options[key]
+            for key in ("format", "start", "end", "source", "doc_type", "all_versions", "with_text")
+        }
+        export_audit(user=None, body=body, filters={**filters, "via": "command"}, records=count)
         if options["out"]:
             Path(options["out"]).write_bytes(body)
-            self.stderr.write(f"Wrote {records.count()} record(s) to {options['out']}")
+            self.stderr.write(f"Wrote {count} record(s) to {options['out']}")
         elif body:
             self.stdout.write(body.decode(), ending="")
         else:
