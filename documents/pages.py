@@ -19,6 +19,7 @@ import pdfplumber
 from pdfplumber.utils.text import LIGATURES
 
 from documents.boxes import Box, Word, align_words, fraction
+from documents.images import PDFIUM_LOCK
 
 HEADING = "heading"
 PARAGRAPH = "paragraph"
@@ -243,7 +244,8 @@ def _text_layer_page(page: Any, number: int) -> PageContent:
 
 
 def _ocr_page(page: Any, number: int, *, ocr: OcrEngine, dpi: int) -> PageContent:
-    image = page.to_image(resolution=dpi).original
+    with PDFIUM_LOCK:
+        image = page.to_image(resolution=dpi).original
     result = ocr(image)
     content = PageContent(
         number=number,
