@@ -68,10 +68,11 @@ def pdf_packet(
     label: str,
     name: str = "bundle.pdf",
     extract: bool = True,
+    data: bytes | None = None,
 ) -> ReviewPacket:
-    """A packet for a real PDF, ingested as an upload is (word boxes, page images), classified
-    as one ``label`` segment over every page (so a bundle's second document is missed), with
-    the run's fields extracted."""
+    """A packet for a real PDF (``pages`` written as text, or ``data``), ingested as an upload
+    is (word boxes, OCR where there is no text layer), classified as one ``label`` segment over
+    every page (so a bundle's second document is missed), with the run's fields extracted."""
     import hashlib
 
     from django.core.files.base import ContentFile
@@ -81,13 +82,13 @@ def pdf_packet(
     from documents.services import document_ingest
     from reliability.fields import fields_record
 
-    data = text_pdf(pages)
+    data = data or text_pdf(pages)
     document = Document(
         original_filename=name,
         sha256=hashlib.sha256(data).hexdigest(),
         mime_type=Document.MIME_PDF,
         size_bytes=len(data),
-        page_count=len(pages),
+        page_count=len(pages) or 1,
         status=Document.Status.INGESTING,
     )
     document.file.save("upload", ContentFile(data), save=False)

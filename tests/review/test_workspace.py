@@ -382,6 +382,46 @@ def test_evidence_is_placed_on_the_page_image_from_the_word_boxes(reviewer):
     assert html.count('id="ev-e1"') == 1  # and its context once in the list
 
 
+def test_evidence_on_a_scanned_page_is_boxed_from_the_ocr_words(reviewer):
+    from benchmarks.pdfgen import image_pdf
+
+    scan = image_pdf(
+        ["RADIOLOGY REPORT", "FINDINGS: The lungs are clear.", "IMPRESSION: No acute disease."]
+    )
+    packet = pdf_packet([], label="radiology", name="scan.pdf", data=scan, extract=False)
+    assert packet.document.pages.get().extraction_method == "ocr"
+    response = opened(reviewer, packet).get(reverse("review:packet", args=[packet.pk]))
+    found = [e for e in response.context["evidence"] if e["found"]]
+    assert found and all(e["rects"] for e in found)
+
+
+def test_a_fuzzily_grounded_snippet_is_boxed_from_its_span(reviewer):
+    from engine.grounding import find_snippet
+
+    packet = pdf_packet(RADIOLOGY_REPORT, label="radiology", name="ct.pdf", extract=False)
+    text = packet.document.pages.get().text
+    noisy = "No evidence of thoracic metastatlc disease."  # an OCR-style slip
+    match = find_snippet(noisy, text)
+    assert match is not None and match.method == "fuzzy"
+    entry = {
+        "location": "segments[0].types.radiology.top_evidence[0]",
+        "page": 1,
+        "snippet": noisy,
+        "found": True,
+        "found_page": 1,
+        "start": match.start,
+        "end": match.end,
+        "score": match.score,
+        "method": match.method,
+    }
+    ReviewPacket.objects.filter(pk=packet.pk).update(grounding=[entry])
+    response = opened(reviewer, packet).get(reverse("review:packet", args=[packet.pk]))
+    [item] = response.context["evidence"]
+    [rect] = item["rects"]  # one line
+    assert rect["w"] > 0 and rect["h"] > 0
+    assert "matched with small differences" in response.content.decode()
+
+
 def test_a_snippet_cited_twice_appears_once(reviewer):
     packet = make_packet(fabricate=False)
     grounding = packet.grounding
