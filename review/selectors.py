@@ -11,8 +11,10 @@ from typing import Any
 from django.db.models import Avg, Count, F, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
+from config.extraction import packs
 from documents.boxes import span_rects
 from documents.models import Document, Page
+from engine.fields.templates import find_template
 from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput, Severity
 from reliability.models import Attempt, Extraction, Run
 from review.corrections import extraction_record
@@ -323,18 +325,31 @@ def packet_workspace(packet: ReviewPacket, output: ClassificationOutput) -> dict
     }
 
 
+def in_template_order(doc_type: str, names: list[str]) -> list[str]:
+    """Field names in the order their template lists them (JSON storage loses the order)."""
+    template = find_template(packs(), doc_type)
+    order = {f.name: i for i, f in enumerate(template.fields)} if template else {}
+    return sorted(names, key=lambda name: (order.get(name, len(order)), name))
+
+
 def fields_for_display(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Ground-truth field records with every value as text (lists joined), for the page."""
+    """Ground-truth field records with every value as text (lists joined), in template order,
+    for the page."""
     shown = []
     for record in records:
         fields = {}
-        for name, data in record.get("fields", {}).items():
+        stored = record.get("fields", {})
+        for name in in_template_order(record.get("doc_type", ""), list(stored)):
+            data = stored[name]
             value = data.get("value")
             fields[name] = {
                 **data,
                 "value": "; ".join(map(str, value)) if isinstance(value, list) else value,
             }
-        shown.append({**record, "fields": fields})
+        doc_type = record.get("doc_type", "")
+        shown.append(
+            {**record, "fields": fields, "type_name": DISPLAY_NAMES.get(doc_type, doc_type)}
+        )
     return shown
 
 
@@ -368,7 +383,8 @@ def packet_extractions(packet: ReviewPacket) -> list[dict[str, Any]]:
     rows = []
     for extraction in Extraction.objects.filter(run_id=packet.run_id).order_by("segment_index"):
         fields = []
-        for name, data in extraction.fields.items():
+        for name in in_template_order(extraction.doc_type, list(extraction.fields)):
+            data = extraction.fields[name]
             key = f"{extraction.segment_index}:{name}"
             value = data.get("value")
             shown = "; ".join(value) if isinstance(value, list) else (value or "")
@@ -392,8 +408,11 @@ def packet_extractions(packet: ReviewPacket) -> list[dict[str, Any]]:
 
 
 def current_ground_truth(document: Document) -> GroundTruth | None:
+    """The document's standing ground truth; None when there is none, or when its last
+    decision was withdrawn and it waits to be decided again."""
     return (
         GroundTruth.objects.filter(document=document, superseded_by__isnull=True)
+        .exclude(source=GroundTruth.Source.WITHDRAWN)
         .select_related("reviewer")
         .first()
     )

@@ -188,6 +188,10 @@
       if (event.target.closest("[data-row]") || /^share_|^dominant_type$|^present$/.test(event.target.name)) changed();
     });
     refreshKeys();
+    // A new preview (what saving would record) is brought into view inside the panel.
+    form.addEventListener("htmx:afterSwap", function (event) {
+      if (event.target.id === "correction-preview") event.target.scrollIntoView({block: "nearest"});
+    });
   }
   all("[data-split]").forEach(function (button) {
     button.addEventListener("click", function () { split(parseInt(button.dataset.split, 10)); });

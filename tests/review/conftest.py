@@ -38,10 +38,17 @@ def make_packet(
         assessment.top_evidence.append(
             Evidence(snippet="Metastatic melanoma in four of nine lymph nodes", page=2)
         )
-    context = DocumentContext(pages=pages, min_dominant_confidence=0.6)
+    return escalate(document, pages, output)
+
+
+def escalate(document, pages, output, *, extract: bool = False) -> ReviewPacket:
+    """Verify ``output`` with the real chain and hand it to review as an escalated run's
+    packet (optionally with the run's fields extracted)."""
+    from reliability.fields import fields_record
+
     outcome = pipeline.orchestrate(
         classify=lambda f: (output, 0),
-        context=context,
+        context=DocumentContext(pages=pages, min_dominant_confidence=0.6),
         preset=pipeline.PRESETS["clinical"],
         can_reask=False,
     )
@@ -55,6 +62,8 @@ def make_packet(
         final_decision="ESCALATE_TO_SME",
         attempts_count=len(outcome.attempts),
     )
+    if extract:
+        fields_record(run=run, output=outcome.best.output)
     return packet_create(
         run=run,
         outcome=outcome,
@@ -80,7 +89,6 @@ def pdf_packet(
     from benchmarks.pdfgen import text_pdf
     from documents.models import Document
     from documents.services import document_ingest
-    from reliability.fields import fields_record
 
     data = data or text_pdf(pages)
     document = Document(
@@ -97,29 +105,7 @@ def pdf_packet(
     texts = list(document.pages.order_by("number").values_list("text", flat=True))
     output = clean_output(texts, label)
     assert output is not None
-    outcome = pipeline.orchestrate(
-        classify=lambda f: (output, 0),
-        context=DocumentContext(pages=texts, min_dominant_confidence=0.6),
-        preset=pipeline.PRESETS["clinical"],
-        can_reask=False,
-    )
-    run = Run.objects.create(
-        document=document,
-        preset="clinical",
-        classifier="offline",
-        model="test",
-        prompt_version="test",
-        status=Run.Status.COMPLETED,
-        final_decision="ESCALATE_TO_SME",
-        attempts_count=len(outcome.attempts),
-    )
-    if extract:
-        fields_record(run=run, output=outcome.best.output)
-    return packet_create(
-        run=run,
-        outcome=outcome,
-        comparison={"available": False, "reason": "The offline classifier is the primary."},
-    )
+    return escalate(document, texts, output, extract=extract)
 
 
 PATHOLOGY_REPORT = [

@@ -309,6 +309,7 @@ def test_a_withdrawn_decision_leaves_no_current_ground_truth_to_export(reviewer,
     client.post(reverse("review:undo"))
     admin = login(admin_user)
     assert export(admin) == []
+    assert selectors.current_ground_truth(packet.document) is None  # the JSON API's view too
     assert [r["source"] for r in export(admin, all_versions="on")] == [
         "SME_VALIDATED",
         "WITHDRAWN",
