@@ -230,7 +230,7 @@ WEBHOOK_MAX_BACKOFF_SECONDS = env_float("WEBHOOK_MAX_BACKOFF_SECONDS", 3600.0)
 # Clinician review.
 REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 15, minimum=1)
 REVIEW_PAGE_SIZE = env_int("REVIEW_PAGE_SIZE", 25, minimum=5)
-PAGE_IMAGE_DPI = env_int("PAGE_IMAGE_DPI", 110, minimum=50)
+PAGE_IMAGE_DPI = env_int("PAGE_IMAGE_DPI", 150, minimum=50)
 
 # Field extraction (evaluator-optimizer loop) and the JSON API.
 EXTRACTION_PACKS = env_list("EXTRACTION_PACKS", ["clinical"])

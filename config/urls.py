@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.contrib.auth.decorators import login_not_required
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
@@ -19,6 +20,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
+favicon = login_not_required(RedirectView.as_view(url=static("favicon.svg"), permanent=True))
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="documents:list", permanent=False)),
     path("accounts/login/", login_not_required(VettedLoginView.as_view()), name="login"),
@@ -31,4 +34,5 @@ urlpatterns = [
     path("review/", include("review.urls")),
     path("api/v1/", api_urls()),
     path("healthz", healthz, name="healthz"),
+    path("favicon.ico", favicon, name="favicon"),
 ]

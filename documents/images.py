@@ -1,29 +1,28 @@
-"""Page images: a PDF page rendered to PNG with chosen snippets highlighted. Pure (no Django)."""
+"""Page images: a PDF page rendered to PNG. Pure (no Django).
+
+Evidence is not painted into the image: the review pages draw it over the image from the
+page's word boxes (documents.boxes), so one cached image serves every packet and highlight.
+"""
 
 from __future__ import annotations
 
 import io
-import re
+import threading
 
 import pdfplumber
 
+# PDFium (pypdfium2, beneath pdfplumber's rendering) is not thread-safe: two threads rendering
+# at once crash the process. Every render in this process takes this lock: page images served
+# by a threaded server, and OCR rendering in jobs run inline by the web process.
+PDFIUM_LOCK = threading.RLock()
 
-def render_page_png(data: bytes, number: int, *, dpi: int, highlights: list[str]) -> bytes:
-    """Page ``number`` (1-based) of a PDF as PNG, each snippet's words boxed in yellow."""
+
+def render_page_png(data: bytes, number: int, *, dpi: int) -> bytes:
+    """Page ``number`` (1-based) of a PDF as PNG at ``dpi``."""
     with pdfplumber.open(io.BytesIO(data)) as pdf:
         page = pdf.pages[number - 1]
-        image = page.to_image(resolution=dpi)
-        for snippet in highlights:
-            words = [re.escape(w) for w in snippet.split()]
-            if not words:
-                continue
-            for hit in page.search(r"\s*".join(words), regex=True, case=False):
-                image.draw_rect(
-                    (hit["x0"] - 1, hit["top"] - 1, hit["x1"] + 1, hit["bottom"] + 1),
-                    fill=(255, 213, 0, 90),
-                    stroke=(230, 160, 0),
-                    stroke_width=2,
-                )
+        with PDFIUM_LOCK:
+            image = page.to_image(resolution=dpi)
         buffer = io.BytesIO()
         image.save(buffer, format="PNG")
         return buffer.getvalue()

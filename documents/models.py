@@ -42,6 +42,7 @@ class Document(models.Model):
     ocr_confidence = models.FloatField(null=True, blank=True)
     ocr_page_count = models.PositiveIntegerField(default=0)
     ingest_attempts = models.PositiveIntegerField(default=0)
+    pages_done = models.PositiveIntegerField(default=0)  # ingestion progress, page by page
     ingest_started_at = models.DateTimeField(null=True, blank=True)
     ingested_at = models.DateTimeField(null=True, blank=True)
     ingest_seconds = models.FloatField(null=True, blank=True)
@@ -84,6 +85,12 @@ class Document(models.Model):
     def can_retry(self) -> bool:
         return self.status == self.Status.FAILED or self.ingest_is_stale()
 
+    @property
+    def progress_percent(self) -> int:
+        if not self.page_count:
+            return 0
+        return min(100, round(100 * self.pages_done / self.page_count))
+
 
 class Page(models.Model):
     class Method(models.TextChoices):
@@ -100,6 +107,12 @@ class Page(models.Model):
         max_length=16, choices=Method.choices, default=Method.TEXT_LAYER
     )
     ocr_confidence = models.FloatField(null=True, blank=True)
+    # Word boxes aligned with ``text``: [[start, end, x0, top, x1, bottom], ...], offsets into
+    # the text and the box in fractions of the page (see documents.boxes). Empty for text
+    # files and for pages ingested before boxes were kept.
+    boxes = models.JSONField(default=list, blank=True)
+    width = models.FloatField(null=True, blank=True)  # PDF points; None for text files
+    height = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["document", "number"]

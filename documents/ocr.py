@@ -7,6 +7,7 @@ import shutil
 from collections import defaultdict
 from typing import Any
 
+from documents.boxes import Word, fraction
 from documents.pages import OcrResult, split_heading_lines
 
 
@@ -27,8 +28,9 @@ def make_tesseract_engine(*, language: str = "eng") -> Any:
         data = pytesseract.image_to_data(
             image.convert("L"), lang=language, output_type=pytesseract.Output.DICT
         )
+        width, height = image.size
         # (block, paragraph) -> line number -> words, in tesseract's reading order.
-        paragraphs: dict[tuple[int, int], dict[int, list[str]]] = defaultdict(
+        paragraphs: dict[tuple[int, int], dict[int, list[Word]]] = defaultdict(
             lambda: defaultdict(list)
         )
         confidences: list[float] = []
@@ -39,13 +41,28 @@ def make_tesseract_engine(*, language: str = "eng") -> Any:
                 continue
             confidences.append(confidence)
             key = (data["block_num"][i], data["par_num"][i])
-            paragraphs[key][data["line_num"][i]].append(word)
-        texts = [
-            text
-            for _, lines in sorted(paragraphs.items())
-            for text in split_heading_lines([" ".join(words) for _, words in sorted(lines.items())])
-        ]
+            left, top = data["left"][i], data["top"][i]
+            paragraphs[key][data["line_num"][i]].append(
+                (
+                    word,
+                    fraction(left, width),
+                    fraction(top, height),
+                    fraction(left + data["width"][i], width),
+                    fraction(top + data["height"][i], height),
+                )
+            )
+        texts: list[str] = []
+        words: list[Word] = []  # the boxes, kept in the order the words enter the text
+        for _, lines in sorted(paragraphs.items()):
+            ordered = [line for _, line in sorted(lines.items())]
+            texts.extend(split_heading_lines([" ".join(w[0] for w in line) for line in ordered]))
+            words.extend(w for line in ordered for w in line)
         mean = sum(confidences) / len(confidences) / 100 if confidences else 0.0
-        return OcrResult(paragraphs=texts, confidence=round(mean, 4), word_count=len(confidences))
+        return OcrResult(
+            paragraphs=texts,
+            confidence=round(mean, 4),
+            word_count=len(confidences),
+            words=tuple(words),
+        )
 
     return engine

@@ -2,7 +2,8 @@
 
 Pure module (no Django): it can be tested and benchmarked alone. A page's ``text`` is its
 paragraphs joined by blank lines, so a character offset into the text maps to one paragraph,
-which the review pages use to show the context around a piece of evidence.
+which the review pages use to show the context around a piece of evidence. Every PDF page also
+gets its word boxes (see documents.boxes), so that a span of the text maps to where it is drawn.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pdfplumber
+from pdfplumber.utils.text import LIGATURES
+
+from documents.boxes import Box, Word, align_words, fraction
+from documents.images import PDFIUM_LOCK
 
 HEADING = "heading"
 PARAGRAPH = "paragraph"
@@ -45,6 +50,9 @@ class PageContent:
     method: str = TEXT_LAYER
     ocr_confidence: float | None = None
     ocr_word_count: int = 0
+    boxes: list[Box] = field(default_factory=list)  # word boxes, see documents.boxes
+    width: float | None = None  # page size in PDF points; None for text files
+    height: float | None = None
     text: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -56,6 +64,8 @@ class OcrResult:
     paragraphs: list[str]
     confidence: float  # mean word confidence, 0..1
     word_count: int
+    # Each word in the order it was written into the paragraphs, boxed in image fractions.
+    words: tuple[Word, ...] = ()
 
 
 # An OCR engine takes a rendered page image (PIL) and returns what it read.
@@ -68,6 +78,7 @@ class _Line:
     x0: float
     top: float
     bottom: float
+    chars: tuple[dict[str, Any], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def height(self) -> float:
@@ -103,10 +114,10 @@ def split_heading_lines(lines: list[str]) -> list[str]:
     return ["\n".join(p) for p in paragraphs]
 
 
-def group_lines(lines: list[_Line]) -> list[tuple[str, str, _Line]]:
+def group_lines(lines: list[_Line]) -> list[tuple[str, str, list[_Line]]]:
     """Group text lines into paragraphs by vertical gaps, headings and list markers.
 
-    Returns (paragraph text, block type, first line) in reading order.
+    Returns (paragraph text, block type, the paragraph's lines) in reading order.
     """
     if not lines:
         return []
@@ -136,14 +147,20 @@ def group_lines(lines: list[_Line]) -> list[tuple[str, str, _Line]]:
     for block in blocks:
         text = "\n".join(line.text for line in block)
         tall = len(block) == 1 and block[0].height > 1.25 * median_height
-        grouped.append((text, classify_block(text, tall=tall), block[0]))
+        grouped.append((text, classify_block(text, tall=tall), block))
     return grouped
 
 
 def _lines_of(page: Any) -> list[_Line]:
-    raw = page.extract_text_lines(strip=True, return_chars=False)
+    raw = page.extract_text_lines(strip=True, return_chars=True)
     lines = [
-        _Line(text=item["text"], x0=item["x0"], top=item["top"], bottom=item["bottom"])
+        _Line(
+            text=item["text"],
+            x0=item["x0"],
+            top=item["top"],
+            bottom=item["bottom"],
+            chars=tuple(item["chars"]),
+        )
         for item in raw
         if item["text"].strip()
     ]
@@ -163,29 +180,85 @@ def _in_any(line: _Line, boxes: Iterable[tuple[float, float, float, float]]) -> 
     return any(top <= middle <= bottom for (_x0, top, _x1, bottom) in boxes)
 
 
-def _text_layer_page(page: Any, number: int) -> PageContent:
-    boxes = _table_boxes(page)
-    paragraphs: list[str] = []
-    block_types: list[str] = []
-    for text, block_type, first_line in group_lines(_lines_of(page)):
-        paragraphs.append(text)
-        block_types.append(TABLE if boxes and _in_any(first_line, boxes) else block_type)
-    return PageContent(
-        number=number, paragraphs=paragraphs, block_types=block_types, has_tables=bool(boxes)
+def _line_words(line: _Line, page: Any) -> list[Word]:
+    """The words of one text line with their boxes. The line's characters carry positions
+    but no spaces; a space in the line's text between two characters ends a word."""
+    left, upper = page.bbox[0], page.bbox[1]
+    words: list[Word] = []
+    current: list[Any] | None = None  # [text, x0, top, x1, bottom] in points
+    cursor = 0
+    for char in line.chars:
+        piece = LIGATURES.get(char["text"], char["text"])
+        if not piece.strip():
+            continue
+        at = line.text.find(piece, cursor)
+        if at < 0:
+            continue
+        if current is None or at > cursor:
+            if current is not None:
+                words.append(_word_in_fractions(current, page, left, upper))
+            current = [piece, char["x0"], char["top"], char["x1"], char["bottom"]]
+        else:
+            current[0] += piece
+            current[1] = min(current[1], char["x0"])
+            current[2] = min(current[2], char["top"])
+            current[3] = max(current[3], char["x1"])
+            current[4] = max(current[4], char["bottom"])
+        cursor = at + len(piece)
+    if current is not None:
+        words.append(_word_in_fractions(current, page, left, upper))
+    return words
+
+
+def _word_in_fractions(word: list[Any], page: Any, left: float, upper: float) -> Word:
+    text, x0, top, x1, bottom = word
+    return (
+        text,
+        fraction(x0 - left, page.width),
+        fraction(top - upper, page.height),
+        fraction(x1 - left, page.width),
+        fraction(bottom - upper, page.height),
     )
 
 
+def _text_layer_page(page: Any, number: int) -> PageContent:
+    tables = _table_boxes(page)
+    paragraphs: list[str] = []
+    block_types: list[str] = []
+    words: list[Word] = []
+    for text, block_type, lines in group_lines(_lines_of(page)):
+        paragraphs.append(text)
+        block_types.append(TABLE if tables and _in_any(lines[0], tables) else block_type)
+        for line in lines:
+            words.extend(_line_words(line, page))
+    content = PageContent(
+        number=number,
+        paragraphs=paragraphs,
+        block_types=block_types,
+        has_tables=bool(tables),
+        width=float(page.width),
+        height=float(page.height),
+    )
+    content.boxes = align_words(content.text, words)
+    return content
+
+
 def _ocr_page(page: Any, number: int, *, ocr: OcrEngine, dpi: int) -> PageContent:
-    image = page.to_image(resolution=dpi).original
+    with PDFIUM_LOCK:
+        image = page.to_image(resolution=dpi).original
     result = ocr(image)
-    return PageContent(
+    content = PageContent(
         number=number,
         paragraphs=result.paragraphs,
         block_types=[classify_block(p) for p in result.paragraphs],
         method=OCR,
         ocr_confidence=result.confidence,
         ocr_word_count=result.word_count,
+        width=float(page.width),
+        height=float(page.height),
     )
+    content.boxes = align_words(content.text, result.words)
+    return content
 
 
 def extract_pdf(
@@ -272,11 +345,18 @@ def extract_text_file(text: str) -> list[PageContent]:
 
 
 def extract_file(
-    name: str, data: bytes, *, ocr: OcrEngine | None, min_text_chars: int = 20, dpi: int = 300
+    name: str,
+    data: bytes,
+    *,
+    ocr: OcrEngine | None,
+    min_text_chars: int = 20,
+    dpi: int = 300,
+    on_page: Callable[[int, int], None] | None = None,
 ) -> list[PageContent]:
-    """Pages of a .pdf (text layer, OCR where needed) or of a text file, chosen by the name."""
+    """Pages of a .pdf (text layer, OCR where needed) or of a text file, chosen by the name.
+    ``on_page(done, total)`` is called after each PDF page (progress)."""
     if name.lower().endswith(".pdf"):
-        return extract_pdf(data, ocr=ocr, min_text_chars=min_text_chars, dpi=dpi)
+        return extract_pdf(data, ocr=ocr, min_text_chars=min_text_chars, dpi=dpi, on_page=on_page)
     text = decode_text(data)
     if text is None:
         raise UnreadableDocument("The file is not readable text.")

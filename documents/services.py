@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,13 +106,33 @@ def _low_ocr_message(confidence: float) -> str:
     )
 
 
-def pages_extract(*, name: str, data: bytes, ocr: Any | None = None) -> list[PageContent]:
+def pages_extract(
+    *,
+    name: str,
+    data: bytes,
+    ocr: Any | None = None,
+    on_page: Callable[[int, int], None] | None = None,
+) -> list[PageContent]:
     """A file's pages with this deployment's OCR settings (tesseract unless ``ocr`` is given)."""
     if ocr is None and name.lower().endswith(".pdf"):
         ocr = make_tesseract_engine(language=settings.OCR_LANGUAGE)
     return extract_file(
-        name, data, ocr=ocr, min_text_chars=settings.OCR_MIN_TEXT_CHARS, dpi=settings.OCR_DPI
+        name,
+        data,
+        ocr=ocr,
+        min_text_chars=settings.OCR_MIN_TEXT_CHARS,
+        dpi=settings.OCR_DPI,
+        on_page=on_page,
     )
+
+
+def _record_progress(document_id: Any) -> Callable[[int, int], None]:
+    """Write pages read so far on the row (outside any transaction, so lists see it live)."""
+
+    def record(done: int, total: int) -> None:
+        Document.objects.filter(pk=document_id).update(pages_done=done)
+
+    return record
 
 
 def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
@@ -124,7 +144,10 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
     with document.file.open("rb") as handle:
         data = handle.read()
     pages = pages_extract(
-        name="document.pdf" if document.is_pdf else "document.txt", data=data, ocr=ocr
+        name="document.pdf" if document.is_pdf else "document.txt",
+        data=data,
+        ocr=ocr,
+        on_page=_record_progress(document.pk),
     )
 
     ocr_pages = [p for p in pages if p.method == OCR]
@@ -149,11 +172,15 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
                     has_tables=p.has_tables,
                     extraction_method=p.method,
                     ocr_confidence=p.ocr_confidence,
+                    boxes=p.boxes,
+                    width=p.width,
+                    height=p.height,
                 )
                 for p in pages
             ]
         )
         document.page_count = len(pages)
+        document.pages_done = len(pages)
         document.ocr_page_count = len(ocr_pages)
         document.ocr_confidence = ocr_confidence
         document.quality = Document.Quality.LOW_OCR if low_ocr else Document.Quality.OK
@@ -165,6 +192,7 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
         document.save(
             update_fields=[
                 "page_count",
+                "pages_done",
                 "ocr_page_count",
                 "ocr_confidence",
                 "quality",
@@ -200,6 +228,7 @@ def document_claim_for_ingest(*, document_id: str) -> bool:
         Document.objects.filter(pk=document_id, status=Document.Status.UPLOADED).update(
             status=Document.Status.INGESTING,
             ingest_started_at=timezone.now(),
+            pages_done=0,
             ingest_attempts=F("ingest_attempts") + 1,
             updated_at=timezone.now(),
         )
@@ -228,18 +257,36 @@ def document_retry(*, document: Document) -> bool:
     return True
 
 
-def page_image_path(*, document: Document, number: int, highlights: list[str]) -> Path:
-    """The cached PNG of one PDF page with the given snippets highlighted, rendered on first
-    use under MEDIA_ROOT/page-images (keyed by page, resolution and snippets)."""
-    key = hashlib.sha256("\n".join(highlights).encode()).hexdigest()[:16]
+def page_image_path(*, document: Document, number: int, dpi: int) -> Path:
+    """The cached PNG of one PDF page at ``dpi``, rendered on first use under
+    MEDIA_ROOT/page-images/<document>/."""
     cache = Path(settings.MEDIA_ROOT) / "page-images" / str(document.pk)
-    path = cache / f"{number}-{settings.PAGE_IMAGE_DPI}-{key}.png"
+    path = cache / f"{number}-{dpi}.png"
     if not path.exists():
         with document.file.open("rb") as handle:
             data = handle.read()
-        png = render_page_png(data, number, dpi=settings.PAGE_IMAGE_DPI, highlights=highlights)
+        png = render_page_png(data, number, dpi=dpi)
         cache.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}.part")
         partial.write_bytes(png)
         partial.replace(path)  # atomic: a concurrent request never reads half an image
     return path
+
+
+def document_boxes_backfill(*, document: Document, ocr: Any | None = None) -> int:
+    """Fill the word boxes of pages ingested before boxes were kept. The file is read again;
+    a page gets boxes only when its text reads exactly as stored (so offsets still hold).
+    Returns the number of pages filled."""
+    stored = {p.number: p for p in document.pages.filter(boxes=[]).order_by("number")}
+    if not document.is_pdf or not stored:
+        return 0
+    with document.file.open("rb") as handle:
+        data = handle.read()
+    filled = []
+    for content in pages_extract(name="document.pdf", data=data, ocr=ocr):
+        page = stored.get(content.number)
+        if page is not None and page.text == content.text and content.boxes:
+            page.boxes, page.width, page.height = content.boxes, content.width, content.height
+            filled.append(page)
+    Page.objects.bulk_update(filled, ["boxes", "width", "height"])
+    return len(filled)

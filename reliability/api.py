@@ -36,10 +36,11 @@ from review.exports import (
     ExportFilter,
     ExportUnavailable,
     export_bytes,
+    export_digest,
 )
-from review.models import AuditEvent, GroundTruth, ReviewPacket
+from review.models import GroundTruth, ReviewPacket
 from review.selectors import current_ground_truth, ground_truth_selection
-from review.services import audit_record
+from review.services import export_audit
 
 DOCUMENT_TYPES = [t.value for t in DOC_TYPES]
 
@@ -403,11 +404,11 @@ def _export(
         )
     except ExportUnavailable as refused:
         raise ApiRefusal(refused.status, refused.message, code=refused.code) from None
-    audit_record(
+    export_audit(
         user=request.user,
-        action=AuditEvent.Action.EXPORTED,
-        obj=request.user,
-        detail={"via": "api", "format": fmt, **export_filter.as_dict()},
+        digest=export_digest(body),
+        filters={"via": "api", "format": fmt, **export_filter.as_dict()},
+        records=records.count(),
     )
     response = HttpResponse(body, content_type=CONTENT_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{FILENAMES[fmt]}"'

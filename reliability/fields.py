@@ -4,65 +4,19 @@ records, the processing options and the template packs mirrored for the admin.""
 from __future__ import annotations
 
 import logging
-import time
-from typing import Any, cast
 
-from django.conf import settings
-from pydantic import BaseModel, ConfigDict, Field
-
+from config.extraction import POOR_OCR_REASON, ProcessingOptions, loop_config, packs
 from documents.models import Document
-from engine.fields.extractors import gemini_extractor, offline_extractor
-from engine.fields.loop import LoopConfig, LoopResult, run_loop
-from engine.fields.templates import Pack, find_template, load_packs
-from engine.llm import LLMError
-from engine.pipeline import PRESETS
+from engine.fields.segment import extract_segment
 from engine.protocols import LLMClient
-from engine.schemas import ClassificationOutput, DocType
+from engine.schemas import ClassificationOutput
 from reliability.models import Extraction, ExtractionTemplate, Run
 
 logger = logging.getLogger(__name__)
 
-POOR_OCR_REASON = (
-    "Extraction refused: the scan's text recognition confidence is too low to "
-    "extract fields reliably. Upload a clearer scan."
-)
-
-
-class ProcessingOptions(BaseModel):
-    """Options a client may set per document (JSON API) and that presets may default."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    enable_reliability_loop: bool = True
-    quality_threshold: float | None = Field(None, ge=0.0, le=1.0)
-    max_iterations: int | None = Field(None, ge=1, le=10)
-    preset: str | None = None
-    type_override: DocType | None = None
-
-    def model_post_init(self, _context: Any) -> None:
-        if self.preset is not None and self.preset not in PRESETS:
-            raise ValueError(f"preset must be one of {', '.join(PRESETS)}")
-
-
-def loop_config(options: ProcessingOptions, preset: str) -> LoopConfig:
-    """Settings, then the preset's overrides, then the request's own options."""
-    values: dict[str, Any] = {
-        "quality_threshold": settings.EXTRACTION_QUALITY_THRESHOLD,
-        "max_iterations": settings.EXTRACTION_MAX_ITERATIONS,
-        "min_improvement": settings.EXTRACTION_MIN_IMPROVEMENT,
-        "timeout_seconds": settings.EXTRACTION_TIMEOUT_SECONDS,
-    }
-    presets = cast(dict[str, dict[str, Any]], settings.EXTRACTION_PRESETS)
-    values.update(presets.get(preset, {}))
-    if options.quality_threshold is not None:
-        values["quality_threshold"] = options.quality_threshold
-    if options.max_iterations is not None:
-        values["max_iterations"] = options.max_iterations
-    return LoopConfig(enabled=options.enable_reliability_loop, **values)
-
-
-def packs() -> dict[str, Pack]:
-    return load_packs(tuple(settings.EXTRACTION_PACKS))
+# The options, loop settings and packs are shared with review (config.extraction); they are
+# named here too because the API, the commands and the tests know them from this module.
+__all__ = ["POOR_OCR_REASON", "ProcessingOptions", "loop_config", "packs"]
 
 
 def templates_sync() -> int:
@@ -112,44 +66,29 @@ def fields_extract(
         if document.quality == Document.Quality.LOW_OCR:
             row.status, row.refused_reason = Extraction.Status.REFUSED, POOR_OCR_REASON
             continue
-        template = find_template(loaded, doc_type)
-        if template is None:
-            row.status = Extraction.Status.REFUSED
-            row.refused_reason = (
-                f"No template for {doc_type} in packs {', '.join(settings.EXTRACTION_PACKS)}."
-            )
-            continue
         segment_pages = pages[segment.start_page - 1 : segment.end_page]
-        started = time.perf_counter()
-        extractor = (
-            gemini_extractor(client, template, segment_pages)
-            if client is not None
-            else offline_extractor(template, segment_pages)
+        result = extract_segment(
+            packs=loaded,
+            doc_type=doc_type,
+            pages=segment_pages,
+            start_page=segment.start_page,
+            config=config,
+            client=client,
         )
-        try:
-            result: LoopResult = run_loop(
-                template=template, pages=segment_pages, extractor=extractor, config=config
-            )
-        except LLMError as exc:
-            row.status = Extraction.Status.FAILED
-            row.refused_reason = f"The language model call failed: {exc}"
+        row.status = result.status
+        row.refused_reason = result.reason
+        if result.status != Extraction.Status.COMPLETED:
             continue
-        row.status = Extraction.Status.COMPLETED
-        row.template_version = _pack_version(loaded, doc_type)
-        row.extractor = "gemini" if client is not None else "offline"
-        row.fields = {
-            k: {**v.as_dict(), "page": (v.page + segment.start_page - 1) if v.page else None}
-            for k, v in result.best.fields.items()
-        }
+        row.template_version = result.template_version
+        row.extractor = result.extractor
+        row.fields = result.fields
         row.final_score = result.final_score
         row.met_threshold = result.met_threshold
         row.iterations_count = len(result.iterations)
-        row.iterations = [it.as_dict() for it in result.iterations]
+        row.iterations = result.iterations
         row.stopped_reason = result.stopped_reason
-        row.warnings = [
-            i["message"] for i in result.best.evaluation.issues if i["severity"] != "minor"
-        ]
-        row.seconds = round(time.perf_counter() - started, 4)
+        row.warnings = result.warnings
+        row.seconds = result.seconds
     return rows
 
 
@@ -169,7 +108,3 @@ def fields_record(
         document=run.document, pages=pages, output=output, preset=run.preset, client=client
     )
     return fields_save(run=run, rows=rows)
-
-
-def _pack_version(loaded: dict[str, Pack], doc_type: str) -> str:
-    return next((p.version for p in loaded.values() if p.template(doc_type)), "")

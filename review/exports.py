@@ -12,6 +12,7 @@ same rows in every format and a later change can stream records from the databas
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import zipfile
@@ -29,7 +30,13 @@ from engine.schemas import DISPLAY_NAMES, DOC_TYPES
 from review import fhir
 from review.models import GroundTruth
 from review.selectors import ground_truth_selection
-from review.serializers import EXPORT_FIELDS, export_ground_truth, ground_truth_as_dict
+from review.serializers import (
+    EXPORT_FIELDS,
+    TEXT_FIELD,
+    export_ground_truth,
+    ground_truth_as_dict,
+    page_texts,
+)
 
 FORMATS: dict[str, str] = {
     "jsonl": "JSON Lines",
@@ -107,7 +114,7 @@ class ExportFilter:
 # -- Parquet ------------------------------------------------------------------------------------
 
 
-def _columns(*, hf: bool) -> list[tuple[str, Any]]:
+def _columns(*, hf: bool, with_text: bool = False) -> list[tuple[str, Any]]:
     pa = _pyarrow()
     types = {
         "document_id": pa.string(),
@@ -123,11 +130,15 @@ def _columns(*, hf: bool) -> list[tuple[str, Any]]:
         "decided_at": pa.timestamp("us", tz="UTC"),
         "classification": pa.string(),  # JSON, as in the CSV
         "fields": pa.string(),
+        "reason": pa.string(),
+        "note": pa.string(),
+        TEXT_FIELD: pa.string(),  # JSON list of {number, text}, only on request
     }
+    names = list(EXPORT_FIELDS) + ([TEXT_FIELD] if with_text else [])
     if not hf:
-        return [(name, types[name]) for name in EXPORT_FIELDS]
+        return [(name, types[name]) for name in names]
     # The dataset leaves the filename out (it may name the patient) and adds the class label.
-    names = [n for n in EXPORT_FIELDS if n != "filename"]
+    names = [n for n in names if n != "filename"]
     return [(name, types[name]) for name in names] + [("label", pa.int64())]
 
 
@@ -151,6 +162,8 @@ def _row(record: dict[str, Any], *, hf: bool) -> dict[str, Any]:
     row["decided_at"] = datetime.fromisoformat(row["decided_at"])
     row["classification"] = json.dumps(row["classification"], sort_keys=True)
     row["fields"] = json.dumps(row["fields"], sort_keys=True)
+    if TEXT_FIELD in row:
+        row[TEXT_FIELD] = json.dumps(row[TEXT_FIELD], sort_keys=True, ensure_ascii=False)
     if hf:
         row.pop("filename")
         row["label"] = LABELS.index(row["dominant_type"])
@@ -165,11 +178,15 @@ class Summary:
 
 
 def parquet_write(
-    records: Iterable[GroundTruth], sink: str | Path | IO[bytes], *, hf: bool = False
+    records: Iterable[GroundTruth],
+    sink: str | Path | IO[bytes],
+    *,
+    hf: bool = False,
+    with_text: bool = False,
 ) -> Summary:
     """Write the records to one Parquet file in batches; return what was written."""
     pa = _pyarrow()
-    columns = _columns(hf=hf)
+    columns = _columns(hf=hf, with_text=with_text)
     metadata = {}
     if hf:
         # datasets reads the features (the class label) from this schema metadata.
@@ -180,18 +197,28 @@ def parquet_write(
     summary = Summary()
     writer = pa.parquet.ParquetWriter(sink, schema, compression="zstd")
     try:
-        batch: list[dict[str, Any]] = []
+        batch: list[GroundTruth] = []
+
+        def flush() -> None:
+            texts = page_texts(batch) if with_text else {}
+            rows = []
+            for truth in batch:
+                record = ground_truth_as_dict(truth)
+                if with_text:
+                    record[TEXT_FIELD] = texts.get(record["document_id"], [])
+                summary.per_type[record["dominant_type"]] += 1
+                summary.per_source[record["source"]] += 1
+                rows.append(_row(record, hf=hf))
+            writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+            batch.clear()
+
         for truth in records:
-            record = ground_truth_as_dict(truth)
             summary.rows += 1
-            summary.per_type[record["dominant_type"]] += 1
-            summary.per_source[record["source"]] += 1
-            batch.append(_row(record, hf=hf))
+            batch.append(truth)
             if len(batch) >= BATCH_ROWS:
-                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
-                batch = []
+                flush()
         if batch or summary.rows == 0:
-            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+            flush()
     finally:
         writer.close()
     return summary
@@ -205,10 +232,10 @@ def _yaml(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def dataset_card(summary: Summary, export_filter: ExportFilter) -> str:
+def dataset_card(summary: Summary, export_filter: ExportFilter, *, with_text: bool = False) -> str:
     """README.md for the folder: YAML metadata datasets understands (configs, features,
     splits) and Vetted's own (the filter, the counts), then a readable description."""
-    columns = _columns(hf=True)
+    columns = _columns(hf=True, with_text=with_text)
     lines = [
         "---",
         "pretty_name: Vetted ground truth",
@@ -292,20 +319,27 @@ def dataset_card(summary: Summary, export_filter: ExportFilter) -> str:
 
 
 def hf_write(
-    records: Iterable[GroundTruth], folder: str | Path, *, export_filter: ExportFilter
+    records: Iterable[GroundTruth],
+    folder: str | Path,
+    *,
+    export_filter: ExportFilter,
+    with_text: bool = False,
 ) -> Summary:
     folder = Path(folder)
     (folder / "data").mkdir(parents=True, exist_ok=True)
-    summary = parquet_write(records, folder / HF_DATA_FILE, hf=True)
-    (folder / "README.md").write_text(dataset_card(summary, export_filter), encoding="utf-8")
+    summary = parquet_write(records, folder / HF_DATA_FILE, hf=True, with_text=with_text)
+    card = dataset_card(summary, export_filter, with_text=with_text)
+    (folder / "README.md").write_text(card, encoding="utf-8")
     return summary
 
 
-def _hf_zip(records: Iterable[GroundTruth], *, export_filter: ExportFilter) -> bytes:
+def _hf_zip(
+    records: Iterable[GroundTruth], *, export_filter: ExportFilter, with_text: bool = False
+) -> bytes:
     data = io.BytesIO()
-    summary = parquet_write(records, data, hf=True)
+    summary = parquet_write(records, data, hf=True, with_text=with_text)
     files = {
-        "README.md": dataset_card(summary, export_filter).encode(),
+        "README.md": dataset_card(summary, export_filter, with_text=with_text).encode(),
         HF_DATA_FILE: data.getvalue(),
     }
     archive = io.BytesIO()
@@ -319,19 +353,25 @@ def _hf_zip(records: Iterable[GroundTruth], *, export_filter: ExportFilter) -> b
 
 
 def export_bytes(
-    records: Iterable[GroundTruth], *, fmt: str, export_filter: ExportFilter, site_url: str
+    records: Iterable[GroundTruth],
+    *,
+    fmt: str,
+    export_filter: ExportFilter,
+    site_url: str,
+    with_text: bool = False,
 ) -> bytes:
-    """The whole export as one download (the export page and the API)."""
+    """The whole export as one download (the export page and the API). ``with_text`` adds
+    each page's text to the tabular formats; FHIR references the file instead."""
     if fmt in ("jsonl", "csv"):
-        return export_ground_truth(records, fmt=fmt)
+        return export_ground_truth(records, fmt=fmt, with_text=with_text)
     if fmt == "fhir":
         return fhir.bundle_bytes(records, site_url=site_url)
     if fmt == "parquet":
         buffer = io.BytesIO()
-        parquet_write(records, buffer)
+        parquet_write(records, buffer, with_text=with_text)
         return buffer.getvalue()
     if fmt == "hf":
-        return _hf_zip(records, export_filter=export_filter)
+        return _hf_zip(records, export_filter=export_filter, with_text=with_text)
     raise ValueError(f"unknown export format {fmt!r}")
 
 
@@ -342,15 +382,36 @@ def export_write(
     out: Path,
     export_filter: ExportFilter,
     site_url: str,
+    with_text: bool = False,
 ) -> None:
     """Write an export to ``out``: a file, or for ``hf`` a folder (created if missing)."""
     if fmt == "hf":
-        hf_write(records, out, export_filter=export_filter)
+        hf_write(records, out, export_filter=export_filter, with_text=with_text)
     elif fmt == "fhir":
         with out.open("wb") as handle:
             for chunk in fhir.bundle_chunks(records, site_url=site_url):
                 handle.write(chunk)
     elif fmt == "parquet":
-        parquet_write(records, out)
+        parquet_write(records, out, with_text=with_text)
     else:
-        out.write_bytes(export_bytes(records, fmt=fmt, export_filter=export_filter, site_url=""))
+        body = export_bytes(
+            records, fmt=fmt, export_filter=export_filter, site_url="", with_text=with_text
+        )
+        out.write_bytes(body)
+
+
+def export_digest(output: bytes | Path) -> str:
+    """The SHA-256 that names an export in the audit log: of the bytes, of the file, or of a
+    folder's files (their relative paths and contents, in order)."""
+    digest = hashlib.sha256()
+    if isinstance(output, bytes):
+        digest.update(output)
+        return digest.hexdigest()
+    files = sorted(p for p in output.rglob("*") if p.is_file()) if output.is_dir() else [output]
+    for path in files:
+        if output.is_dir():
+            digest.update(str(path.relative_to(output)).encode() + b"\0")
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()

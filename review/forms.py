@@ -1,42 +1,33 @@
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Any
 
 from django import forms
 
 from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput, DocType
+from review.corrections import Correction, correction_build
 from review.exports import FORMATS
 from review.models import GroundTruth
-from review.services import Correction
 
 TYPE_CHOICES = [(t.value, DISPLAY_NAMES[t]) for t in DOC_TYPES]
-_SEGMENT_LINE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+))?\s*[:\s]\s*([a-z_]+)\s*$", re.IGNORECASE)
+TYPE_KEYS = [(str(n), t.value, DISPLAY_NAMES[t]) for n, t in enumerate(DOC_TYPES, start=1)]
 
 
 class ValidateForm(forms.Form):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # Two forms share the packet page: distinct ids keep every label tied to its field.
-        kwargs.setdefault("auto_id", "validate_%s")
-        kwargs.setdefault("label_suffix", "")
-        super().__init__(*args, **kwargs)
-
     notes = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Notes (optional)"
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Note (optional)"
     )
 
 
 class CorrectionForm(forms.Form):
-    """Change the dominant type, the segments (split/merge by page range, change a type), the
-    mixture, or mark a missed type present. Notes are required."""
+    """A correction as segments: each starts at a page and has a type, and runs to the page
+    before the next one starts (posted as parallel ``start`` and ``type`` lists). The mixture
+    follows the page counts and the dominant type follows the mixture unless given. The note
+    is optional: the reason is worked out from what changed."""
 
-    dominant_type = forms.ChoiceField(choices=TYPE_CHOICES, label="Dominant type")
-    segments = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
-        label="Segments",
-        help_text="One per line: first-last page and type, e.g. “1-2 pathology”. "
-        "Split or merge segments by editing the ranges.",
+    dominant_type = forms.ChoiceField(
+        choices=[("", "Largest share"), *TYPE_CHOICES], required=False, label="Dominant type"
     )
     present = forms.MultipleChoiceField(
         choices=TYPE_CHOICES,
@@ -45,106 +36,121 @@ class CorrectionForm(forms.Form):
         label="Also present (missed by the classifier)",
     )
     notes = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 2}),
-        label="Notes",
-        error_messages={"required": "Say why you corrected it."},
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Note (optional)"
     )
 
-    def __init__(self, *args: Any, page_count: int, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        page_count: int,
+        rows: list[tuple[int, str]] | None = None,
+        **kwargs: Any,
+    ) -> None:
         kwargs.setdefault("auto_id", "correct_%s")
         kwargs.setdefault("label_suffix", "")
         super().__init__(*args, **kwargs)
         self.page_count = page_count
+        self.initial_rows = rows or [(1, DOC_TYPES[-1].value)]
+        self._correction: Correction | None = None
         for t in DOC_TYPES:
             self.fields[f"share_{t.value}"] = forms.DecimalField(
-                label=f"{DISPLAY_NAMES[t]} share",
+                label=DISPLAY_NAMES[t],
+                required=False,
                 min_value=Decimal(0),
                 max_value=Decimal(1),
                 decimal_places=4,
                 max_digits=5,
-                initial=Decimal(0),
             )
+
+    @classmethod
+    def for_output(cls, output: ClassificationOutput, *, page_count: int) -> CorrectionForm:
+        rows = [(s.start_page, s.dominant_type.value) for s in output.segments]
+        return cls(page_count=page_count, rows=rows or None)
 
     @property
     def share_fields(self) -> list[Any]:
         return [self[f"share_{t.value}"] for t in DOC_TYPES]
 
-    @classmethod
-    def initial_for(cls, output: ClassificationOutput) -> dict[str, Any]:
-        initial: dict[str, Any] = {
-            "dominant_type": output.dominant_type_overall.value,
-            "segments": "\n".join(
-                f"{s.start_page}-{s.end_page} {s.dominant_type.value}" for s in output.segments
-            ),
-        }
-        for m in output.document_mixture:
-            initial[f"share_{m.type.value}"] = round(m.overall_share, 4)
-        return initial
+    def posted_rows(self) -> list[tuple[str, str]]:
+        starts = self.data.getlist("start") if hasattr(self.data, "getlist") else []
+        types = self.data.getlist("type") if hasattr(self.data, "getlist") else []
+        return [
+            (start.strip(), kind.strip())
+            for start, kind in zip(starts, types, strict=False)
+            if start.strip() or kind.strip()
+        ]
 
-    def clean_segments(self) -> list[tuple[int, int, DocType]]:
-        parsed = []
-        for number, line in enumerate(self.cleaned_data["segments"].splitlines(), start=1):
-            if not line.strip():
-                continue
-            match = _SEGMENT_LINE.match(line)
-            if not match or match.group(3).lower() not in DocType._value2member_map_:
-                raise forms.ValidationError(
-                    f"Line {number} should read like “1-3 pathology” (types: "
-                    f"{', '.join(t.value for t in DOC_TYPES)})."
-                )
-            start = int(match.group(1))
-            end = int(match.group(2) or start)
-            if start > end:
-                raise forms.ValidationError(f"Line {number}: the range {start}-{end} is reversed.")
-            parsed.append((start, end, DocType(match.group(3).lower())))
-        if not parsed:
+    def rows(self) -> list[dict[str, Any]]:
+        """The segment rows to show: as posted (to keep a refused edit) or as classified."""
+        raw: list[tuple[Any, str]] = (
+            list(self.posted_rows()) if self.is_bound else list(self.initial_rows)
+        )
+        numbered = []
+        for start, kind in raw:
+            try:
+                numbered.append((int(start), kind))
+            except (TypeError, ValueError):
+                numbered.append((0, kind))
+        numbered.sort(key=lambda r: r[0])
+        shown = []
+        for index, (start, kind) in enumerate(numbered):
+            following = numbered[index + 1][0] if index + 1 < len(numbered) else None
+            end = (following - 1) if following else self.page_count
+            shown.append({"start": start or "", "end": end, "type": kind, "first": index == 0})
+        return shown
+
+    def _segments(self) -> list[tuple[int, int, DocType]]:
+        rows = self.posted_rows()
+        if not rows:
             raise forms.ValidationError("Give at least one segment.")
-        covered: dict[int, int] = {}
-        for index, (start, end, _) in enumerate(parsed, start=1):
-            for page in range(start, end + 1):
-                if page < 1 or page > self.page_count:
-                    raise forms.ValidationError(
-                        f"Page {page} is outside the document (pages 1-{self.page_count})."
-                    )
-                if page in covered:
-                    raise forms.ValidationError(
-                        f"Page {page} is in segments {covered[page]} and {index}: segments "
-                        "must not overlap."
-                    )
-                covered[page] = index
-        missing = [p for p in range(1, self.page_count + 1) if p not in covered]
-        if missing:
+        parsed: list[tuple[int, DocType]] = []
+        for number, (start, kind) in enumerate(rows, start=1):
+            if kind not in DocType._value2member_map_:
+                raise forms.ValidationError(f"Segment {number}: choose its type.")
+            try:
+                first = int(start) if number > 1 else 1
+            except ValueError:
+                raise forms.ValidationError(
+                    f"Segment {number}: give the page it starts on."
+                ) from None
+            if not 1 <= first <= self.page_count:
+                raise forms.ValidationError(
+                    f"Segment {number} starts on page {first}, outside the document "
+                    f"(pages 1-{self.page_count})."
+                )
+            parsed.append((first, DocType(kind)))
+        parsed.sort(key=lambda r: r[0])
+        starts = [start for start, _ in parsed]
+        repeated = sorted({s for s in starts if starts.count(s) > 1})
+        if repeated:
             raise forms.ValidationError(
-                f"Page(s) {', '.join(map(str, missing))} belong to no segment: the segments "
-                "must cover the whole document."
+                f"Two segments start on page {repeated[0]}: remove one of them."
             )
-        return sorted(parsed)
+        if starts[0] != 1:
+            raise forms.ValidationError("The first segment must start on page 1.")
+        ends = [s - 1 for s in starts[1:]] + [self.page_count]
+        return [(start, end, kind) for (start, kind), end in zip(parsed, ends, strict=True)]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        shares = [data.get(f"share_{t.value}") for t in DOC_TYPES]
-        if all(s is not None for s in shares):
-            total = sum(shares)  # type: ignore[arg-type]
-            if abs(total - 1) > Decimal("0.01"):
-                self.add_error(
-                    "share_other", f"The shares add up to {total:.2f}; they must add up to 1."
-                )
-        segments = data.get("segments")
-        dominant = data.get("dominant_type")
-        if segments and dominant and dominant not in {t.value for _, _, t in segments}:
-            self.add_error(
-                "dominant_type", "The dominant type must be the type of one of the segments."
-            )
+        try:
+            segments = self._segments()
+        except forms.ValidationError as error:
+            self.add_error(None, error)
+            return data
+        shares = {t: data.get(f"share_{t.value}") for t in DOC_TYPES}
+        given = any(v is not None for v in shares.values())
+        self._correction = correction_build(
+            segments=segments,
+            shares={t: float(v or 0) for t, v in shares.items()} if given else None,
+            dominant=DocType(data["dominant_type"]) if data.get("dominant_type") else None,
+            present=[DocType(t) for t in data.get("present", [])],
+        )
         return data
 
     def correction(self) -> Correction:
-        data = self.cleaned_data
-        return Correction(
-            dominant_type=DocType(data["dominant_type"]),
-            segments=data["segments"],
-            mixture={t: float(data[f"share_{t.value}"]) for t in DOC_TYPES},
-            present=[DocType(t) for t in data.get("present", [])],
-        )
+        assert self._correction is not None, "call is_valid() first"
+        return self._correction
 
 
 class ExportForm(forms.Form):
@@ -160,3 +166,8 @@ class ExportForm(forms.Form):
     type = forms.ChoiceField(required=False, choices=[("", "Any type"), *TYPE_CHOICES])
     format = forms.ChoiceField(choices=list(FORMATS.items()))
     all_versions = forms.BooleanField(required=False, label="Include superseded versions")
+    with_text = forms.BooleanField(
+        required=False,
+        label="Include each page's text (for training a model)",
+        help_text="The export then holds patient text: keep it where patient data may be kept.",
+    )

@@ -25,11 +25,17 @@ class ReviewPacket(models.Model):
     issue_count = models.PositiveIntegerField(default=0)
     classification = models.JSONField()  # the attempt shown to the reviewer (the best one)
     issues = models.JSONField(default=list)  # sorted BLOCKER -> MAJOR -> MINOR
+    # The issues' codes, space-separated with a space at each end (" a b "), so the queue can
+    # filter by code with a plain substring match on any database.
+    issue_codes = models.CharField(max_length=500, blank=True, default="")
     grounding = models.JSONField(default=list)
     comparison = models.JSONField(default=dict)  # the second classifier's answer and agreement
     comparison_agrees = models.BooleanField(null=True)
     history = models.JSONField(default=list)  # every attempt: decision, rule, fixes, issues
     field_corrections = models.JSONField(default=dict, blank=True)  # reviewer's field edits
+    # The last correction previewed by the lock holder and its re-extracted fields, reused
+    # when the same correction is saved (an LLM extractor is not asked twice).
+    correction_preview = models.JSONField(default=dict, blank=True)
     locked_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -50,12 +56,38 @@ class ReviewPacket(models.Model):
     def __str__(self) -> str:
         return f"Packet {self.pk} ({self.status})"
 
+    @staticmethod
+    def codes_of(issues: list[dict[str, object]]) -> str:
+        codes = sorted({str(i.get("code", "")) for i in issues if i.get("code")})
+        return f" {' '.join(codes)} " if codes else ""
+
+
+class ReviewSkip(models.Model):
+    """A reviewer put this packet aside: it comes after their other work in "Next"."""
+
+    packet = models.ForeignKey(ReviewPacket, on_delete=models.CASCADE, related_name="skips")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    skipped_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["packet", "reviewer"], name="skip_once_per_reviewer")
+        ]
+
+    def __str__(self) -> str:
+        return f"Packet {self.packet_id} skipped by {self.reviewer_id}"
+
 
 class GroundTruth(models.Model):
     class Source(models.TextChoices):
         AUTO_ACCEPTED = "AUTO_ACCEPTED", "Auto-accepted"
         SME_VALIDATED = "SME_VALIDATED", "Validated by a clinician"
         SME_CORRECTED = "SME_CORRECTED", "Corrected by a clinician"
+        # A decision taken back (undone by its reviewer, or reopened by an admin) with no
+        # earlier version to return to: the document has no ground truth until decided again.
+        WITHDRAWN = "WITHDRAWN", "Decision withdrawn"
 
     document = models.ForeignKey(
         "documents.Document", on_delete=models.CASCADE, related_name="ground_truth"
@@ -64,6 +96,8 @@ class GroundTruth(models.Model):
     dominant_type = models.CharField(max_length=32)
     classification = models.JSONField()
     fields = models.JSONField(default=list, blank=True)  # extracted fields, per segment
+    reason = models.TextField(blank=True)  # what a correction changed, or why it was withdrawn
+    note = models.TextField(blank=True)  # the reviewer's own words
     reviewer = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -95,13 +129,14 @@ class GroundTruth(models.Model):
 
 
 class Review(models.Model):
-    """A clinician's decision on a packet. One per packet (the database enforces it)."""
+    """A clinician's decision on a packet. One standing decision per packet (the database
+    enforces it); a decision undone or reopened is kept, marked withdrawn."""
 
     class Outcome(models.TextChoices):
         VALIDATED = "validated", "Validated"
         CORRECTED = "corrected", "Corrected"
 
-    packet = models.OneToOneField(ReviewPacket, on_delete=models.PROTECT, related_name="review")
+    packet = models.ForeignKey(ReviewPacket, on_delete=models.PROTECT, related_name="reviews")
     reviewer = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
@@ -110,11 +145,17 @@ class Review(models.Model):
     corrected_segments = models.JSONField(default=list, blank=True)
     corrected_mixture = models.JSONField(default=dict, blank=True)
     notes = models.TextField(blank=True)
+    reason = models.TextField(blank=True)  # what the correction changed, in words
     ground_truth = models.OneToOneField(
         GroundTruth, on_delete=models.PROTECT, related_name="review"
     )
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(auto_now_add=True)
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+    withdrawn_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    withdrawn_how = models.CharField(max_length=16, blank=True)  # "undone" or "reopened"
 
     class Meta:
         ordering = ["-finished_at"]
@@ -122,6 +163,14 @@ class Review(models.Model):
             ("review_packets", "Can review escalated packets"),
             ("export_ground_truth", "Can export ground truth"),
             ("view_metrics", "Can view review metrics"),
+            ("reopen_packets", "Can reopen decided packets"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["packet"],
+                condition=models.Q(withdrawn_at__isnull=True),
+                name="one_standing_review_per_packet",
+            )
         ]
 
     def __str__(self) -> str:
@@ -136,6 +185,9 @@ class AuditEvent(models.Model):
         DECIDED = "decided", "Decided"
         EXPORTED = "exported", "Exported ground truth"
         LOCKED = "locked", "Locked packet"
+        SKIPPED = "skipped", "Skipped packet"
+        UNDONE = "undone", "Undid a decision"
+        REOPENED = "reopened", "Reopened packet"
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"

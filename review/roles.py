@@ -23,6 +23,7 @@ ROLE_PERMISSIONS: dict[str, list[tuple[str, str]]] = {
         ("review", "review_packets"),
         ("review", "export_ground_truth"),
         ("review", "view_metrics"),
+        ("review", "reopen_packets"),
         *DOCUMENT_PERMISSIONS,
         *WEBHOOK_PERMISSIONS,
     ],

@@ -8,14 +8,18 @@ import statistics
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from django.db.models import Avg, Count, Q, QuerySet
+from django.db.models import Avg, Count, F, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
+from config.extraction import packs
+from documents.boxes import span_rects
 from documents.models import Document, Page
+from engine.fields.templates import find_template
 from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput, Severity
 from reliability.models import Attempt, Extraction, Run
+from review.corrections import extraction_record
 from review.evidence import context_for
-from review.models import GroundTruth, Review, ReviewPacket
+from review.models import GroundTruth, Review, ReviewPacket, ReviewSkip
 
 # -- locks and the queue ----------------------------------------------------------------------
 
@@ -41,18 +45,57 @@ def lock_is_free(packet: ReviewPacket, user: Any, *, now: datetime | None = None
     )
 
 
-def next_packet_for(user: Any) -> ReviewPacket | None:
-    """The highest-priority open packet this user may take: BLOCKER first, then oldest."""
+def next_packet_for(user: Any, *, exclude: tuple[int, ...] = ()) -> ReviewPacket | None:
+    """The open packet this user should take next: packets they skipped come after all their
+    other work (the least recently skipped first); then BLOCKER first, then oldest."""
     now = timezone.now()
+    skipped = ReviewSkip.objects.filter(packet=OuterRef("pk"), reviewer=user).values("skipped_at")[
+        :1
+    ]
     return (
         ReviewPacket.objects.filter(status__in=ReviewPacket.OPEN_STATUSES)
         .filter(lock_available(user, now))
-        .order_by("priority", "created_at", "pk")
+        .exclude(pk__in=exclude)
+        .annotate(skipped_at=Subquery(skipped))
+        .order_by(F("skipped_at").asc(nulls_first=True), "priority", "created_at", "pk")
         .first()
     )
 
 
-def queue_packets(*, status: str, doc_type: str, severity: str) -> QuerySet[ReviewPacket]:
+def packets_held_by(user: Any) -> list[int]:
+    """Open packets whose unexpired lock this user holds."""
+    return list(
+        ReviewPacket.objects.filter(
+            status=ReviewPacket.Status.IN_REVIEW, locked_by=user, lock_expires_at__gt=timezone.now()
+        ).values_list("pk", flat=True)
+    )
+
+
+def undo_available(user: Any, *, minutes: int) -> bool:
+    """Whether this reviewer's last standing decision is recent enough to undo."""
+    last = (
+        Review.objects.filter(reviewer=user, withdrawn_at__isnull=True)
+        .order_by("-finished_at")
+        .values_list("finished_at", flat=True)
+        .first()
+    )
+    return last is not None and last > timezone.now() - timedelta(minutes=minutes)
+
+
+def issue_code_choices() -> list[str]:
+    """The issue codes of packets still open, for the queue's filter."""
+    rows = (
+        ReviewPacket.objects.filter(status__in=ReviewPacket.OPEN_STATUSES)
+        .exclude(issue_codes="")
+        .values_list("issue_codes", flat=True)
+        .distinct()
+    )
+    return sorted({code for row in rows for code in row.split()})
+
+
+def queue_packets(
+    *, status: str, doc_type: str, severity: str, code: str = "", search: str = ""
+) -> QuerySet[ReviewPacket]:
     """The queue's rows for a filter, BLOCKER first, then oldest."""
     packets = ReviewPacket.objects.select_related("document", "locked_by").only(
         "pk",
@@ -77,6 +120,10 @@ def queue_packets(*, status: str, doc_type: str, severity: str) -> QuerySet[Revi
         packets = packets.filter(dominant_type=doc_type)
     if severity in Severity.__members__:
         packets = packets.filter(worst_severity=severity)
+    if code and code.replace("_", "").isalnum():
+        packets = packets.filter(issue_codes__contains=f" {code} ")
+    if search.strip():
+        packets = packets.filter(document__original_filename__icontains=search.strip())
     return packets.order_by("priority", "created_at", "pk")
 
 
@@ -92,55 +139,227 @@ def queue_counts() -> dict[str, int]:
     )
 
 
+def my_progress(user: Any) -> dict[str, int]:
+    """A reviewer's own day: decisions standing since midnight, and packets waiting that
+    they could take (open and not locked by someone else)."""
+    today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+    return {
+        "decided_today": Review.objects.filter(
+            reviewer=user, finished_at__gte=today, withdrawn_at__isnull=True
+        ).count(),
+        "waiting": ReviewPacket.objects.filter(status__in=ReviewPacket.OPEN_STATUSES)
+        .filter(lock_available(user, timezone.now()))
+        .count(),
+    }
+
+
 # -- one packet -------------------------------------------------------------------------------
 
 
-def evidence_contexts(packet: ReviewPacket) -> list[dict[str, Any]]:
-    wanted = {g["found_page"] or g["page"] for g in packet.grounding}
-    pages = {
-        p.number: p.paragraphs
-        for p in Page.objects.filter(document_id=packet.document_id, number__in=wanted).only(
-            "number", "paragraphs"
-        )
-    }
-    contexts = []
+def _evidence_key(entry: dict[str, Any]) -> tuple[str, int]:
+    return (" ".join(entry["snippet"].split()).casefold(), entry["found_page"] or entry["page"])
+
+
+def evidence_items(packet: ReviewPacket, pages: dict[int, Page]) -> list[dict[str, Any]]:
+    """The packet's evidence, each snippet once (the same quote may back several types),
+    with its context and, where the page has word boxes, the rectangles it covers."""
+    items: dict[tuple[str, int], dict[str, Any]] = {}
     for entry in packet.grounding:
-        page = entry["found_page"] or entry["page"]
-        paragraphs = pages.get(page, [])
-        found_here = entry["found"]
+        key = _evidence_key(entry)
+        if key in items:
+            items[key]["locations"].append(entry["location"])
+            continue
+        page_number = entry["found_page"] or entry["page"]
+        page = pages.get(page_number)
+        located = entry["found_page"] is not None and entry["start"] is not None
         context = context_for(
-            paragraphs,
-            entry["start"] if entry["found_page"] else None,
-            entry["end"] if entry["found_page"] else None,
-            page=page,
+            page.paragraphs if page else [],
+            entry["start"] if located else None,
+            entry["end"] if located else None,
+            page=page_number,
         )
-        contexts.append(
-            {
-                **entry,
-                "context": context,
-                "on_claimed_page": found_here,
-                "is_pdf": packet.document.mime_type == Document.MIME_PDF,
-            }
+        rects = (
+            span_rects(page.boxes, entry["start"], entry["end"])
+            if located and page is not None and page.boxes
+            else []
         )
-    return contexts
+        items[key] = {
+            **entry,
+            "id": f"e{len(items) + 1}",
+            "locations": [entry["location"]],
+            "context": context,
+            "on_claimed_page": entry["found"],
+            "rects": [
+                {
+                    "x": round(x0 * 1000, 1),
+                    "y": round(top * 1000, 1),
+                    "w": round((x1 - x0) * 1000, 1),
+                    "h": round((bottom - top) * 1000, 1),
+                }
+                for x0, top, x1, bottom in rects
+            ],
+            "is_pdf": packet.document.mime_type == Document.MIME_PDF,
+        }
+    for item in items.values():
+        item["types"] = sorted(
+            {DISPLAY_NAMES.get(loc.split(".")[2], "") for loc in item["locations"] if "." in loc}
+            - {""}
+        )
+    return list(items.values())
 
 
 def packet_issues(
     packet: ReviewPacket, output: ClassificationOutput, evidence: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The packet's issues, each with the evidence it is about (at most two snippets)."""
+    """The packet's issues, each with the evidence it is about (at most two snippets). The
+    first issue to cite a snippet shows it; later ones refer back to it, so every snippet
+    appears once on the page."""
     issues = []
-    for issue in packet.issues:
+    shown: set[str] = set()
+    for number, issue in enumerate(packet.issues, start=1):
         location = issue.get("location", "")
-        related = [e for e in evidence if location and e["location"].startswith(location)]
+        related = [
+            e
+            for e in evidence
+            if location and any(loc.startswith(location) for loc in e["locations"])
+        ]
         segment = re.match(r"segments\[(\d+)\]", location)
         if not related and segment and int(segment.group(1)) < len(output.segments):
             # A segment-level issue: show the evidence behind the type the segment claims.
             claimed = output.segments[int(segment.group(1))].dominant_type.value
             prefix = f"{segment.group(0)}.types.{claimed}."
-            related = [e for e in evidence if e["location"].startswith(prefix)]
-        issues.append({**issue, "evidence": related[:2]})
+            related = [e for e in evidence if any(loc.startswith(prefix) for loc in e["locations"])]
+        related = related[:2]
+        page = (related[0]["found_page"] or related[0]["page"]) if related else None
+        if page is None and segment and int(segment.group(1)) < len(output.segments):
+            page = output.segments[int(segment.group(1))].start_page
+        issues.append(
+            {
+                **issue,
+                "number": number,
+                "page": page or "",
+                "evidence": [e for e in related if e["id"] not in shown],
+                "see_also": [e for e in related if e["id"] in shown],
+                "evidence_ids": " ".join(e["id"] for e in related),
+            }
+        )
+        shown.update(e["id"] for e in related)
     return issues
+
+
+def unreferenced_evidence(
+    evidence: list[dict[str, Any]], issues: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    cited = {e["id"] for issue in issues for e in issue["evidence"] + issue["see_also"]}
+    return [e for e in evidence if e["id"] not in cited]
+
+
+def _marked_text(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[str, str]]:
+    """The page text cut into (piece, evidence id or "") in order, spans not overlapping."""
+    pieces: list[tuple[str, str]] = []
+    cursor = 0
+    for start, end, item_id in sorted(spans):
+        start = max(start, cursor)
+        if end <= start:
+            continue
+        if start > cursor:
+            pieces.append((text[cursor:start], ""))
+        pieces.append((text[start:end], item_id))
+        cursor = end
+    if cursor < len(text):
+        pieces.append((text[cursor:], ""))
+    return pieces
+
+
+def packet_workspace(packet: ReviewPacket, output: ClassificationOutput) -> dict[str, Any]:
+    """Everything the one-screen packet page shows: issues and evidence (each snippet once),
+    and the document page by page with the evidence placed on it."""
+    document = packet.document
+    page_rows = list(
+        Page.objects.filter(document_id=packet.document_id)
+        .defer("boxes", "block_types")
+        .order_by("number")
+    )
+    wanted = {g["found_page"] for g in packet.grounding if g["found_page"]}
+    boxes = dict(
+        Page.objects.filter(document_id=packet.document_id, number__in=wanted).values_list(
+            "number", "boxes"
+        )
+    )
+    for row in page_rows:
+        row.boxes = boxes.get(row.number, [])
+    by_number = {p.number: p for p in page_rows}
+    evidence = evidence_items(packet, by_number)
+    issues = packet_issues(packet, output, evidence)
+    segment_of = {
+        n: index
+        for index, s in enumerate(output.segments)
+        for n in range(s.start_page, s.end_page + 1)
+    }
+    pages = []
+    for row in page_rows:
+        on_page = [e for e in evidence if e["found_page"] == row.number]
+        spans = [(e["start"], e["end"], e["id"]) for e in on_page if e["start"] is not None]
+        pages.append(
+            {
+                "number": row.number,
+                "method": row.get_extraction_method_display(),
+                "width": round(row.width or 612),
+                "height": round(row.height or 792),
+                "has_boxes": bool(row.boxes),
+                "evidence": on_page,
+                "pieces": _marked_text(row.text, spans),
+                "segment": segment_of.get(row.number, 0),
+            }
+        )
+    is_pdf = document.mime_type == Document.MIME_PDF
+    return {
+        "evidence": evidence,
+        "issues": issues,
+        "other_evidence": unreferenced_evidence(evidence, issues),
+        "pages": pages,
+        "is_pdf": is_pdf,
+        # Pages ingested before word boxes were kept cannot show evidence on the image: open
+        # such a document on its text, where the evidence is marked.
+        "text_first": not is_pdf or (bool(wanted) and not any(boxes.values())),
+    }
+
+
+def in_template_order(doc_type: str, names: list[str]) -> list[str]:
+    """Field names in the order their template lists them (JSON storage loses the order)."""
+    template = find_template(packs(), doc_type)
+    order = {f.name: i for i, f in enumerate(template.fields)} if template else {}
+    return sorted(names, key=lambda name: (order.get(name, len(order)), name))
+
+
+def fields_for_display(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ground-truth field records with every value as text (lists joined), in template order,
+    for the page."""
+    shown = []
+    for record in records:
+        fields = {}
+        stored = record.get("fields", {})
+        for name in in_template_order(record.get("doc_type", ""), list(stored)):
+            data = stored[name]
+            value = data.get("value")
+            fields[name] = {
+                **data,
+                "value": "; ".join(map(str, value)) if isinstance(value, list) else value,
+            }
+        doc_type = record.get("doc_type", "")
+        shown.append(
+            {**record, "fields": fields, "type_name": DISPLAY_NAMES.get(doc_type, doc_type)}
+        )
+    return shown
+
+
+def packet_decisions(packet: ReviewPacket) -> list[Review]:
+    """Every decision on the packet, the standing one first, withdrawn ones after."""
+    return list(
+        Review.objects.filter(packet=packet)
+        .select_related("reviewer", "withdrawn_by", "ground_truth")
+        .order_by(F("withdrawn_at").desc(nulls_first=True), "-finished_at")
+    )
 
 
 def packet_attempts(packet: ReviewPacket) -> list[Attempt]:
@@ -164,7 +383,8 @@ def packet_extractions(packet: ReviewPacket) -> list[dict[str, Any]]:
     rows = []
     for extraction in Extraction.objects.filter(run_id=packet.run_id).order_by("segment_index"):
         fields = []
-        for name, data in extraction.fields.items():
+        for name in in_template_order(extraction.doc_type, list(extraction.fields)):
+            data = extraction.fields[name]
             key = f"{extraction.segment_index}:{name}"
             value = data.get("value")
             shown = "; ".join(value) if isinstance(value, list) else (value or "")
@@ -184,19 +404,24 @@ def packet_extractions(packet: ReviewPacket) -> list[dict[str, Any]]:
     return rows
 
 
-def packet_snippets_on_page(packet: ReviewPacket, number: int) -> list[str]:
-    """The grounded evidence snippets found on one page, for its highlighted image."""
-    return sorted(
-        {g["snippet"] for g in packet.grounding if g["found"] and g["found_page"] == number}
-    )
-
-
 # -- ground truth -----------------------------------------------------------------------------
 
 
+def ground_truth_current_count() -> int:
+    """How many documents have a current, standing ground-truth record."""
+    return (
+        GroundTruth.objects.filter(superseded_by__isnull=True)
+        .exclude(source=GroundTruth.Source.WITHDRAWN)
+        .count()
+    )
+
+
 def current_ground_truth(document: Document) -> GroundTruth | None:
+    """The document's standing ground truth; None when there is none, or when its last
+    decision was withdrawn and it waits to be decided again."""
     return (
         GroundTruth.objects.filter(document=document, superseded_by__isnull=True)
+        .exclude(source=GroundTruth.Source.WITHDRAWN)
         .select_related("reviewer")
         .first()
     )
@@ -207,32 +432,10 @@ def ground_truth_fields(
 ) -> list[dict[str, Any]]:
     """Per segment: doc type and each field's value/status/confidence/snippet, with any
     reviewer corrections applied (marked as such)."""
-    corrections = corrections or {}
-    records = []
-    for extraction in run.extractions.filter(status=Extraction.Status.COMPLETED):
-        fields = {}
-        for name, data in extraction.fields.items():
-            key = f"{extraction.segment_index}:{name}"
-            if key in corrections:
-                fields[name] = {
-                    **data,
-                    "value": corrections[key],
-                    "status": "found",
-                    "corrected": True,
-                }
-            else:
-                fields[name] = {
-                    k: data.get(k) for k in ("value", "status", "confidence", "snippet", "page")
-                }
-        records.append(
-            {
-                "segment": extraction.segment_index,
-                "doc_type": extraction.doc_type,
-                "pages": [extraction.start_page, extraction.end_page],
-                "fields": fields,
-            }
-        )
-    return records
+    return [
+        extraction_record(extraction, corrections or {})
+        for extraction in run.extractions.filter(status=Extraction.Status.COMPLETED)
+    ]
 
 
 def ground_truth_selection(
@@ -245,7 +448,10 @@ def ground_truth_selection(
 ) -> QuerySet[GroundTruth]:
     records = GroundTruth.objects.select_related("document", "reviewer", "run", "superseded_by")
     if not all_versions:
-        records = records.filter(superseded_by__isnull=True)  # the current version only
+        # The current version only; a withdrawn decision leaves no ground truth to export.
+        records = records.filter(superseded_by__isnull=True).exclude(
+            source=GroundTruth.Source.WITHDRAWN
+        )
     if start:
         records = records.filter(created_at__date__gte=start)
     if end:
@@ -286,9 +492,9 @@ def review_metrics() -> dict[str, Any]:
     )
     attempts = sorted(runs.values_list("attempts_count", flat=True))
     reviews = list(
-        Review.objects.select_related("packet").only(
-            "outcome", "finished_at", "packet__created_at", "packet__dominant_type"
-        )
+        Review.objects.filter(withdrawn_at__isnull=True)
+        .select_related("packet")
+        .only("outcome", "finished_at", "packet__created_at", "packet__dominant_type")
     )
     turnaround = [(r.finished_at - r.packet.created_at).total_seconds() / 3600 for r in reviews]
     agreement: list[dict[str, Any]] = []

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from datetime import UTC
 from typing import Any
 
+from documents.models import Page
 from review.models import GroundTruth, ReviewPacket
 
 
@@ -62,7 +63,10 @@ EXPORT_FIELDS = [
     "decided_at",
     "classification",
     "fields",
+    "reason",
+    "note",
 ]
+TEXT_FIELD = "pages"  # each page's text, only when asked for
 
 
 def ground_truth_as_dict(truth: GroundTruth) -> dict[str, Any]:
@@ -80,12 +84,38 @@ def ground_truth_as_dict(truth: GroundTruth) -> dict[str, Any]:
         "decided_at": truth.created_at.astimezone(UTC).isoformat(),
         "classification": truth.classification,
         "fields": truth.fields,
+        "reason": truth.reason,
+        "note": truth.note,
     }
 
 
-def export_ground_truth(records: Iterable[GroundTruth], *, fmt: str) -> bytes:
-    """JSONL or CSV, byte-identical for the same records (stable order, sorted keys)."""
-    rows = [ground_truth_as_dict(t) for t in records]
+def page_texts(records: Iterable[GroundTruth]) -> dict[str, list[dict[str, Any]]]:
+    """Each record's document pages (number and text), by document id: the on-request
+    training text of an export."""
+    texts: dict[str, list[dict[str, Any]]] = {}
+    rows = (
+        Page.objects.filter(document_id__in={t.document_id for t in records})
+        .order_by("document_id", "number")
+        .values_list("document_id", "number", "text")
+    )
+    for document_id, number, text in rows:
+        texts.setdefault(str(document_id), []).append({"number": number, "text": text})
+    return texts
+
+
+def export_ground_truth(
+    records: Iterable[GroundTruth], *, fmt: str, with_text: bool = False
+) -> bytes:
+    """JSONL or CSV, byte-identical for the same records (stable order, sorted keys).
+    ``with_text`` adds each page's text (``pages``: number and text), for training."""
+    truths = list(records)
+    rows = [ground_truth_as_dict(t) for t in truths]
+    columns = list(EXPORT_FIELDS)
+    if with_text:
+        texts = page_texts(truths)
+        for row in rows:
+            row[TEXT_FIELD] = texts.get(row["document_id"], [])
+        columns.append(TEXT_FIELD)
     if fmt == "jsonl":
         return "".join(
             json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows
@@ -93,13 +123,15 @@ def export_ground_truth(records: Iterable[GroundTruth], *, fmt: str) -> bytes:
     if fmt == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(EXPORT_FIELDS)
+        writer.writerow(columns)
         for r in rows:
             r = dict(
                 r,
                 classification=json.dumps(r["classification"], sort_keys=True),
                 fields=json.dumps(r["fields"], sort_keys=True),
             )
-            writer.writerow(["" if r[f] is None else r[f] for f in EXPORT_FIELDS])
+            if with_text:
+                r[TEXT_FIELD] = json.dumps(r[TEXT_FIELD], sort_keys=True, ensure_ascii=False)
+            writer.writerow(["" if r[f] is None else r[f] for f in columns])
         return buffer.getvalue().encode()
     raise ValueError(f"unknown export format {fmt!r}")

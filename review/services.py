@@ -6,7 +6,6 @@ The review app owns these tables; the reliability app asks these services to wri
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -17,22 +16,18 @@ from django.utils import timezone
 from config.errors import Refused
 from documents.models import Document
 from engine import pipeline
-from engine.schemas import (
-    DOC_TYPES,
-    SEVERITY_ORDER,
-    ClassificationOutput,
-    DocType,
-    MixtureEntry,
-    Presence,
-    Segment,
-    SelfEvaluation,
-    Severity,
-    TypeAssessment,
-)
+from engine.schemas import SEVERITY_ORDER, ClassificationOutput, Severity
 from integrations.models import Event
 from integrations.services import event_emit
 from reliability.models import Run
-from review.models import AuditEvent, GroundTruth, Review, ReviewPacket
+from review.corrections import (
+    Correction,
+    corrected_output,
+    correction_fields,
+    correction_problems,
+    correction_reason,
+)
+from review.models import AuditEvent, GroundTruth, Review, ReviewPacket, ReviewSkip
 from review.selectors import (
     ground_truth_fields,
     lock_available,
@@ -42,19 +37,47 @@ from review.selectors import (
 
 logger = logging.getLogger(__name__)
 
+UNDO_MINUTES = 5  # a reviewer may take back their own decision for this long
+
 
 class ReviewRefused(Refused):
     status = 409
 
 
-def audit_record(*, user: Any, action: str, obj: Any, detail: dict[str, Any] | None = None) -> None:
+def audit_record(
+    *,
+    user: Any,
+    action: str,
+    obj: Any = None,
+    object_type: str = "",
+    object_id: str = "",
+    detail: dict[str, Any] | None = None,
+) -> None:
+    """Record who did what to which object. The object is named by its model (a lazy
+    request user is named "User", not by its wrapper), or given explicitly."""
+    if obj is not None:
+        object_type = object_type or obj._meta.object_name
+        object_id = object_id or str(obj.pk)
     AuditEvent.objects.create(
         user=user if getattr(user, "is_authenticated", False) else None,
         username=getattr(user, "username", "") or "system",
         action=action,
-        object_type=type(obj).__name__,
-        object_id=str(obj.pk),
+        object_type=object_type,
+        object_id=object_id,
         detail=detail or {},
+    )
+
+
+def export_audit(*, user: Any, digest: str, filters: dict[str, Any], records: int) -> None:
+    """An export is audited as the ground-truth file it produced: named by its SHA-256 (see
+    review.exports.export_digest), with the filter that chose it and how many records it
+    holds."""
+    audit_record(
+        user=user,
+        action=AuditEvent.Action.EXPORTED,
+        object_type="GroundTruth",
+        object_id=f"export:{digest[:16]}",
+        detail={**{k: str(v) for k, v in filters.items()}, "sha256": digest, "records": records},
     )
 
 
@@ -91,6 +114,7 @@ def packet_create(
         dominant_type=best.output.dominant_type_overall.value,
         worst_severity=[s.value for s in Severity][worst] if best.verification.issues else "",
         issue_count=len(issues),
+        issue_codes=ReviewPacket.codes_of(issues),
         classification=best.output.model_dump(mode="json"),
         issues=issues,
         grounding=best.verification.grounding,
@@ -108,8 +132,12 @@ def ground_truth_record(
     source: str,
     reviewer: Any | None = None,
     field_corrections: dict[str, Any] | None = None,
+    fields: list[dict[str, Any]] | None = None,
+    reason: str = "",
+    note: str = "",
 ) -> GroundTruth:
-    """Append a new version; an earlier version is superseded, never overwritten."""
+    """Append a new version; an earlier version is superseded, never overwritten. ``fields``
+    (a correction's re-extracted fields) replace the run's fields when given."""
     latest = (
         GroundTruth.objects.select_for_update()
         .filter(document=document)
@@ -121,7 +149,13 @@ def ground_truth_record(
         source=source,
         dominant_type=output.dominant_type_overall.value,
         classification=output.model_dump(mode="json"),
-        fields=ground_truth_fields(run, field_corrections) if run else [],
+        fields=fields
+        if fields is not None
+        else ground_truth_fields(run, field_corrections)
+        if run
+        else [],
+        reason=reason,
+        note=note,
         reviewer=reviewer,
         run=run,
         model=run.model if run else "",
@@ -129,18 +163,22 @@ def ground_truth_record(
         version=(latest.version + 1) if latest else 1,
         supersedes=latest,
     )
+    _ground_truth_changed(truth, supersedes=latest)
+    return truth
+
+
+def _ground_truth_changed(truth: GroundTruth, *, supersedes: GroundTruth | None) -> None:
     event_emit(
         kind=Event.GROUND_TRUTH_CHANGED,
         data={
             "ground_truth_id": truth.pk,
-            "document_id": str(document.pk),
+            "document_id": str(truth.document_id),
             "version": truth.version,
             "source": truth.source,
             "dominant_type": truth.dominant_type,
-            "supersedes_id": latest.pk if latest else None,
+            "supersedes_id": supersedes.pk if supersedes else None,
         },
     )
-    return truth
 
 
 def packet_open(*, packet: ReviewPacket, user: Any) -> bool:
@@ -164,77 +202,114 @@ def packet_open(*, packet: ReviewPacket, user: Any) -> bool:
     return bool(taken)
 
 
-def packet_release(*, packet: ReviewPacket, user: Any) -> None:
-    ReviewPacket.objects.filter(
-        pk=packet.pk, locked_by=user, status=ReviewPacket.Status.IN_REVIEW
-    ).update(locked_by=None, lock_expires_at=None, status=ReviewPacket.Status.PENDING)
-
-
-@dataclass(frozen=True)
-class Correction:
-    dominant_type: DocType
-    segments: list[tuple[int, int, DocType]]
-    mixture: dict[DocType, float]
-    present: list[DocType]  # types the classifier missed, marked present by the reviewer
-
-
-def corrected_output(correction: Correction) -> ClassificationOutput:
-    segments = []
-    for start, end, doc_type in correction.segments:
-        types = []
-        for t in DOC_TYPES:
-            if t == doc_type:
-                presence, share, confidence = Presence.PRIMARY, 1.0, 1.0
-            elif t in correction.present:
-                presence, share, confidence = Presence.MENTION_ONLY, 0.0, 1.0
-            else:
-                presence, share, confidence = Presence.NO_EVIDENCE, 0.0, 1.0
-            types.append(
-                TypeAssessment(
-                    type=t,
-                    presence_level=presence,
-                    confidence=confidence,
-                    segment_share=share,
-                    reasoning="Set by a clinician.",
-                )
-            )
-        segments.append(
-            Segment(
-                start_page=start,
-                end_page=end,
-                segment_page_count=end - start + 1,
-                dominant_type=doc_type,
-                types=types,
-            )
-        )
-    primary = {t for _, _, t in correction.segments}
-    mixture = [
-        MixtureEntry(
-            type=t,
-            overall_share=round(correction.mixture.get(t, 0.0), 4),
-            presence_level=Presence.PRIMARY
-            if t in primary
-            else Presence.MENTION_ONLY
-            if t in correction.present
-            else Presence.NO_EVIDENCE,
-        )
-        for t in DOC_TYPES
-    ]
-    return ClassificationOutput(
-        dominant_type_overall=correction.dominant_type,
-        number_of_segments=len(segments),
-        segments=segments,
-        document_mixture=mixture,
-        self_evaluation=SelfEvaluation(confidence=1.0, concerns=[]),
+def packet_release(*, packet: ReviewPacket, user: Any) -> bool:
+    """Give the packet back to the queue if this user holds it. True if it was held."""
+    return bool(
+        ReviewPacket.objects.filter(
+            pk=packet.pk, locked_by=user, status=ReviewPacket.Status.IN_REVIEW
+        ).update(locked_by=None, lock_expires_at=None, status=ReviewPacket.Status.PENDING)
     )
+
+
+def packets_release_all(*, user: Any) -> list[int]:
+    """Release every open packet this user holds (a reviewer works on one at a time: moving
+    on to the next packet gives the others back). Returns their ids."""
+    held = list(
+        ReviewPacket.objects.filter(
+            locked_by=user, status=ReviewPacket.Status.IN_REVIEW
+        ).values_list("pk", flat=True)
+    )
+    ReviewPacket.objects.filter(
+        pk__in=held, locked_by=user, status=ReviewPacket.Status.IN_REVIEW
+    ).update(locked_by=None, lock_expires_at=None, status=ReviewPacket.Status.PENDING)
+    return held
+
+
+def packet_skip(*, packet: ReviewPacket, user: Any) -> None:
+    """Put the packet aside: release it and move it behind this reviewer's other work."""
+    if packet.status == ReviewPacket.Status.COMPLETED:
+        raise ReviewRefused("This packet has already been decided.")
+    with transaction.atomic():
+        packet_release(packet=packet, user=user)
+        ReviewSkip.objects.update_or_create(
+            packet=packet, reviewer=user, defaults={"skipped_at": timezone.now()}
+        )
+        audit_record(user=user, action=AuditEvent.Action.SKIPPED, obj=packet)
+
+
+def _lock_message(packet: ReviewPacket) -> str:
+    holder = packet.locked_by
+    name = (holder.get_full_name() or holder.username) if holder else "Someone"
+    until = timezone.localtime(packet.lock_expires_at) if packet.lock_expires_at else None
+    return f"{name} is reviewing this packet" + (f" until {until:%H:%M}." if until else ".")
+
+
+def correction_check(
+    *, packet: ReviewPacket, correction: Correction
+) -> tuple[str, dict[str, list[str]]]:
+    """The reason a correction gives (what it changes) and its problems, if any."""
+    problems = correction_problems(correction, page_count=packet.document.page_count)
+    reason = correction_reason(
+        ClassificationOutput.model_validate(packet.classification), correction
+    )
+    if not problems and not reason:
+        problems["segments"] = [
+            "The correction changes nothing: validate the classification instead (V)."
+        ]
+    return reason, problems
+
+
+def correction_fields_for(*, packet: ReviewPacket, correction: Correction) -> list[dict[str, Any]]:
+    """The corrected segments' fields; reuses a preview of the same correction."""
+    preview = packet.correction_preview or {}
+    if preview.get("signature") == correction.signature and "fields" in preview:
+        fields: list[dict[str, Any]] = preview["fields"]
+        return fields
+    return correction_fields(
+        document=packet.document,
+        run_id=packet.run_id,
+        preset=packet.run.preset,
+        corrections=packet.field_corrections,
+        correction=correction,
+    )
+
+
+def correction_preview(
+    *, packet: ReviewPacket, reviewer: Any, correction: Correction
+) -> tuple[str, dict[str, list[str]], list[dict[str, Any]]]:
+    """Show the lock holder what a correction would record before saving it: the reason,
+    any problems, and the fields of the corrected segments (extracted again where the pages
+    or type changed). Kept on the packet so saving the same correction reuses them."""
+    if packet.status == ReviewPacket.Status.COMPLETED or not lock_is_free(packet, reviewer):
+        raise ReviewRefused("Only the reviewer holding the lock can preview a correction.")
+    reason, problems = correction_check(packet=packet, correction=correction)
+    if problems:
+        return reason, problems, []
+    fields = correction_fields_for(packet=packet, correction=correction)
+    ReviewPacket.objects.filter(pk=packet.pk).update(
+        correction_preview={"signature": correction.signature, "fields": fields}
+    )
+    return reason, problems, fields
 
 
 def review_submit(
     *, packet_id: int, reviewer: Any, correction: Correction | None, notes: str
 ) -> Review:
-    """Validate (correction None) or correct a packet. Exactly one decision per packet: the
-    packet row is locked for the transaction, so racing submissions are serialised and the
-    second finds the packet completed."""
+    """Validate (correction None) or correct a packet. Exactly one standing decision per
+    packet: the packet row is locked for the transaction, so racing submissions are
+    serialised and the second finds the packet completed.
+
+    A correction must hold together (see review.corrections); the fields of segments whose
+    pages or type changed are extracted again first, outside the transaction."""
+    packet = ReviewPacket.objects.select_related("run", "document").get(pk=packet_id)
+    reason, fields = "", None
+    if correction is not None:
+        reason, problems = correction_check(packet=packet, correction=correction)
+        if problems:
+            raise ReviewRefused(" ".join(m for messages in problems.values() for m in messages))
+        if packet.status == ReviewPacket.Status.COMPLETED:
+            raise ReviewRefused("This packet has already been decided.")
+        fields = correction_fields_for(packet=packet, correction=correction)
     with transaction.atomic():
         packet = (
             ReviewPacket.objects.select_for_update()
@@ -244,10 +319,7 @@ def review_submit(
         if packet.status == ReviewPacket.Status.COMPLETED:
             raise ReviewRefused("This packet has already been decided.")
         if not lock_is_free(packet, reviewer):
-            raise ReviewRefused(
-                f"{packet.locked_by.get_full_name() or packet.locked_by.username} is "  # type: ignore[union-attr]
-                f"reviewing this packet until {timezone.localtime(packet.lock_expires_at):%H:%M}."
-            )
+            raise ReviewRefused(_lock_message(packet))
         if correction is None:
             output = ClassificationOutput.model_validate(packet.classification)
             outcome, source = Review.Outcome.VALIDATED, GroundTruth.Source.SME_VALIDATED
@@ -260,7 +332,10 @@ def review_submit(
             output=output,
             source=source,
             field_corrections=packet.field_corrections,
+            fields=fields,
             reviewer=reviewer,
+            reason=reason,
+            note=notes,
         )
         review = Review.objects.create(
             packet=packet,
@@ -274,6 +349,7 @@ def review_submit(
             if correction
             else {},
             notes=notes,
+            reason=reason,
             ground_truth=truth,
             started_at=packet.lock_expires_at - timedelta(minutes=settings.REVIEW_LOCK_MINUTES)
             if packet.lock_expires_at
@@ -282,7 +358,16 @@ def review_submit(
         packet.status = ReviewPacket.Status.COMPLETED
         packet.locked_by = None
         packet.lock_expires_at = None
-        packet.save(update_fields=["status", "locked_by", "lock_expires_at", "updated_at"])
+        packet.correction_preview = {}
+        packet.save(
+            update_fields=[
+                "status",
+                "locked_by",
+                "lock_expires_at",
+                "correction_preview",
+                "updated_at",
+            ]
+        )
         event_emit(
             kind=Event.PACKET_DECIDED,
             data={
@@ -306,6 +391,123 @@ def review_submit(
             },
         )
     logger.info("packet %s %s by user %s", packet_id, outcome, reviewer.pk)
+    return review
+
+
+def _withdraw(*, packet_id: int, user: Any, how: str) -> Review:
+    """Take back the packet's standing decision: the decision is kept and marked withdrawn,
+    and ground truth gets a new version (the version before the decision again, or a
+    WITHDRAWN version when there was none). Runs inside the caller's transaction."""
+    packet = ReviewPacket.objects.select_for_update().select_related("document").get(pk=packet_id)
+    review = (
+        Review.objects.select_for_update()
+        .select_related("ground_truth")
+        .filter(packet=packet, withdrawn_at__isnull=True)
+        .first()
+    )
+    if review is None or packet.status != ReviewPacket.Status.COMPLETED:
+        raise ReviewRefused("This packet has no decision to take back.")
+    decided = review.ground_truth
+    latest = (
+        GroundTruth.objects.select_for_update()
+        .filter(document=packet.document)
+        .order_by("-version")
+        .first()
+    )
+    if latest is None or latest.pk != decided.pk:
+        raise ReviewRefused(
+            "Ground truth for this document has changed since this decision (version "
+            f"{latest.version if latest else '?'} is newer); it can no longer be taken back."
+        )
+    previous = decided.supersedes
+    who = user.get_full_name() or user.username
+    verb = "undone" if how == "undone" else "reopened"
+    if previous is not None and previous.source != GroundTruth.Source.WITHDRAWN:
+        truth = GroundTruth.objects.create(
+            document=packet.document,
+            source=previous.source,
+            dominant_type=previous.dominant_type,
+            classification=previous.classification,
+            fields=previous.fields,
+            reason=f"Version {decided.version} {verb} by {who}; version "
+            f"{previous.version} stands again.",
+            note=previous.note,
+            reviewer=previous.reviewer,
+            run=previous.run,
+            model=previous.model,
+            prompt_version=previous.prompt_version,
+            version=decided.version + 1,
+            supersedes=decided,
+        )
+    else:
+        truth = GroundTruth.objects.create(
+            document=packet.document,
+            source=GroundTruth.Source.WITHDRAWN,
+            dominant_type="",
+            classification={},
+            fields=[],
+            reason=f"Version {decided.version} {verb} by {who}; the packet is open again.",
+            reviewer=user,
+            run=decided.run,
+            version=decided.version + 1,
+            supersedes=decided,
+        )
+    _ground_truth_changed(truth, supersedes=decided)
+    review.withdrawn_at = timezone.now()
+    review.withdrawn_by = user
+    review.withdrawn_how = how
+    review.save(update_fields=["withdrawn_at", "withdrawn_by", "withdrawn_how"])
+    audit_record(
+        user=user,
+        action=AuditEvent.Action.UNDONE if how == "undone" else AuditEvent.Action.REOPENED,
+        obj=packet,
+        detail={
+            "review": review.pk,
+            "withdrawn_version": decided.version,
+            "ground_truth": truth.pk,
+            "version": truth.version,
+        },
+    )
+    return review
+
+
+def review_undo(*, reviewer: Any) -> Review:
+    """Take back this reviewer's last decision if it is at most UNDO_MINUTES old. The packet
+    opens again, locked to them, so they can decide it again."""
+    since = timezone.now() - timedelta(minutes=UNDO_MINUTES)
+    with transaction.atomic():
+        last = (
+            Review.objects.filter(reviewer=reviewer, withdrawn_at__isnull=True)
+            .order_by("-finished_at")
+            .first()
+        )
+        if last is None or last.finished_at < since:
+            raise ReviewRefused(
+                f"Nothing to undo: you have made no decision in the last {UNDO_MINUTES} minutes."
+            )
+        review = _withdraw(packet_id=last.packet_id, user=reviewer, how="undone")
+        ReviewPacket.objects.filter(pk=last.packet_id).update(
+            status=ReviewPacket.Status.IN_REVIEW,
+            locked_by=reviewer,
+            lock_expires_at=timezone.now() + timedelta(minutes=settings.REVIEW_LOCK_MINUTES),
+            updated_at=timezone.now(),
+        )
+    logger.info("packet %s decision undone by user %s", review.packet_id, reviewer.pk)
+    return review
+
+
+def packet_reopen(*, packet: ReviewPacket, user: Any) -> Review:
+    """An admin takes back a packet's decision, whoever made it and whenever: the packet goes
+    back to the queue."""
+    with transaction.atomic():
+        review = _withdraw(packet_id=packet.pk, user=user, how="reopened")
+        ReviewPacket.objects.filter(pk=packet.pk).update(
+            status=ReviewPacket.Status.PENDING,
+            locked_by=None,
+            lock_expires_at=None,
+            updated_at=timezone.now(),
+        )
+    logger.info("packet %s reopened by user %s", packet.pk, user.pk)
     return review
 
 

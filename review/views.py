@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -10,7 +11,9 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from config.http import HtmxHttpRequest, require_permission
@@ -24,11 +27,13 @@ from review.exports import (
     ExportFilter,
     ExportUnavailable,
     export_bytes,
+    export_digest,
 )
-from review.forms import TYPE_CHOICES, CorrectionForm, ExportForm, ValidateForm
-from review.models import AuditEvent, GroundTruth, ReviewPacket
+from review.forms import TYPE_CHOICES, TYPE_KEYS, CorrectionForm, ExportForm, ValidateForm
+from review.models import GroundTruth, Review, ReviewPacket
 
 SEVERITY_CHOICES = [(s.value, s.value.title()) for s in Severity]
+THUMBNAIL_DPI = 18  # a letter page 153 px wide
 
 
 def _get_packet_for_reviewer(request: HtmxHttpRequest, packet_id: int) -> ReviewPacket:
@@ -47,18 +52,29 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
     status = request.GET.get("status", "open")
     doc_type = request.GET.get("type", "")
     severity = request.GET.get("severity", "")
-    packets = selectors.queue_packets(status=status, doc_type=doc_type, severity=severity)
+    code = request.GET.get("code", "")
+    search = request.GET.get("q", "")
+    packets = selectors.queue_packets(
+        status=status, doc_type=doc_type, severity=severity, code=code, search=search
+    )
     page = Paginator(packets, settings.REVIEW_PAGE_SIZE).get_page(request.GET.get("page"))
+    filters = request.GET.copy()
+    filters.pop("page", None)
     context = {
         "page": page,
         "status": status,
         "type": doc_type,
         "severity": severity,
+        "code": code,
+        "q": search,
         "type_choices": TYPE_CHOICES,
         "severity_choices": SEVERITY_CHOICES,
+        "code_choices": selectors.issue_code_choices(),
         "counts": selectors.queue_counts(),
+        "mine": selectors.my_progress(request.user),
+        "undo_available": selectors.undo_available(request.user, minutes=services.UNDO_MINUTES),
         "now": timezone.now(),
-        "query": request.GET.urlencode(),
+        "filters": filters.urlencode(),
     }
     template = "review/queue.html"
     if request.htmx:
@@ -68,18 +84,90 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
 
 @login_required
 def next_packet(request: HtmxHttpRequest) -> HttpResponse:
+    """The next packet to review. Moving on gives back any packet this reviewer holds; "next"
+    never reopens the packet they came from (``?from=``), and prefers packets they were not
+    just holding: those come back only when nothing else is waiting."""
     require_permission(request, "review.review_packets")
-    packet = selectors.next_packet_for(request.user)
+    held = services.packets_release_all(user=request.user)
+    came_from = request.GET.get("from", "")
+    left = (int(came_from),) if came_from.isdigit() else ()
+    packet = selectors.next_packet_for(
+        request.user, exclude=(*left, *held)
+    ) or selectors.next_packet_for(request.user, exclude=left)
     if packet is None:
-        messages.info(request, "The queue is empty: every packet is decided or being reviewed.")
+        messages.info(
+            request,
+            "No other packet is waiting: every packet is decided or being reviewed."
+            if left
+            else "The queue is empty: every packet is decided or being reviewed.",
+        )
         return redirect("review:queue")
     return redirect("review:packet", packet_id=packet.pk)
+
+
+@login_required
+@require_POST
+def undo(request: HtmxHttpRequest) -> HttpResponse:
+    """Take back this reviewer's last decision (at most UNDO_MINUTES old) and reopen it."""
+    require_permission(request, "review.review_packets")
+    services.packets_release_all(user=request.user)
+    try:
+        review = services.review_undo(reviewer=request.user)
+    except services.ReviewRefused as refused:
+        messages.error(request, refused.message)
+        return redirect(request.POST.get("next") or reverse("review:queue"))
+    messages.success(
+        request,
+        f"Undone: your decision on “{review.packet.document.original_filename}” is withdrawn "
+        "(a new ground-truth version records it). Decide it again.",
+    )
+    return redirect("review:packet", packet_id=review.packet_id)
 
 
 # -- packet -------------------------------------------------------------------------------------
 
 
+def _status_message(
+    packet: ReviewPacket, *, holds_lock: bool, error: str, standing: Review | None
+) -> dict[str, str]:
+    """The one message about the packet's state: an error, who decided it, who holds it, or
+    how long it is yours."""
+    if error:
+        return {"kind": "error", "text": error}
+    if packet.status == ReviewPacket.Status.COMPLETED:
+        if standing is None:
+            return {"kind": "success", "text": "This packet has been decided."}
+        who = standing.reviewer.get_full_name() or standing.reviewer.username
+        when = timezone.localtime(standing.finished_at)
+        return {
+            "kind": "success",
+            "text": f"{standing.get_outcome_display()} by {who} on {when:%d %b %Y at %H:%M}.",
+        }
+    if not holds_lock:
+        holder = packet.locked_by
+        name = (holder.get_full_name() or holder.username) if holder else "Someone"
+        until = (
+            f" until {timezone.localtime(packet.lock_expires_at):%H:%M}"
+            if packet.lock_expires_at
+            else ""
+        )
+        return {
+            "kind": "warning",
+            "text": f"{name} is reviewing this packet{until}. You can read it but not decide it.",
+        }
+    expires = (
+        f" (until {timezone.localtime(packet.lock_expires_at):%H:%M})."
+        if packet.lock_expires_at
+        else "."
+    )
+    return {
+        "kind": "hint",
+        "text": f"Locked to you for {settings.REVIEW_LOCK_MINUTES} minutes{expires}",
+    }
+
+
 def _packet_context(
+    request: HtmxHttpRequest,
     packet: ReviewPacket,
     *,
     holds_lock: bool,
@@ -87,25 +175,49 @@ def _packet_context(
     error: str = "",
 ) -> dict[str, Any]:
     output = ClassificationOutput.model_validate(packet.classification)
-    evidence = selectors.evidence_contexts(packet)
+    workspace = selectors.packet_workspace(packet, output)
+    decisions = selectors.packet_decisions(packet)
+    standing = next((d for d in decisions if d.withdrawn_at is None), None)
+    undo_until = (
+        standing.finished_at + timedelta(minutes=services.UNDO_MINUTES) if standing else None
+    )
+    form = correction_form or CorrectionForm.for_output(
+        output, page_count=packet.document.page_count
+    )
     return {
         "packet": packet,
         "document": packet.document,
         "run": packet.run,
         "output": output,
         "display": DISPLAY_NAMES,
-        "issues": selectors.packet_issues(packet, output, evidence),
-        "evidence": evidence,
+        **workspace,
         "comparison": packet.comparison,
         "attempts": selectors.packet_attempts(packet),
-        "holds_lock": holds_lock,
+        "holds_lock": holds_lock and packet.status != ReviewPacket.Status.COMPLETED,
         "validate_form": ValidateForm(),
-        "correction_form": correction_form
-        or CorrectionForm(
-            initial=CorrectionForm.initial_for(output), page_count=packet.document.page_count
+        "correction_form": form,
+        "segment_rows": form.rows(),
+        "type_keys": TYPE_KEYS,
+        "type_choices": TYPE_CHOICES,
+        "status_message": _status_message(
+            packet, holds_lock=holds_lock, error=error, standing=standing
         ),
-        "error": error,
-        "lock_minutes": settings.REVIEW_LOCK_MINUTES,
+        "decisions": decisions,
+        "standing": standing,
+        "standing_truth": standing.ground_truth if standing else None,
+        "truth_fields": selectors.fields_for_display(standing.ground_truth.fields)
+        if standing
+        else [],
+        "classified_as": DISPLAY_NAMES.get(
+            output.dominant_type_overall, output.dominant_type_overall.value
+        ),
+        "can_undo": bool(
+            standing
+            and standing.reviewer_id == request.user.pk
+            and undo_until
+            and undo_until > timezone.now()
+        ),
+        "can_reopen": bool(standing and request.user.has_perm("review.reopen_packets")),
         "extractions": selectors.packet_extractions(packet),
     }
 
@@ -117,7 +229,7 @@ def packet_detail(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
     template = "review/packet.html"
     if request.htmx:
         template += "#packet-issues"
-    return render(request, template, _packet_context(packet, holds_lock=holds))
+    return render(request, template, _packet_context(request, packet, holds_lock=holds))
 
 
 def _refused(
@@ -127,13 +239,23 @@ def _refused(
     form: CorrectionForm | None = None,
 ) -> HttpResponse:
     packet.refresh_from_db()
-    context = _packet_context(packet, holds_lock=False, correction_form=form, error=refused.message)
+    holds = packet.status != ReviewPacket.Status.COMPLETED and selectors.lock_is_free(
+        packet, request.user
+    )
+    context = _packet_context(
+        request, packet, holds_lock=holds, correction_form=form, error=refused.message
+    )
     return render(request, "review/packet.html", context, status=refused.status)
 
 
-def _after_decision(request: HtmxHttpRequest, message: str) -> HttpResponse:
-    messages.success(request, message)
-    following = selectors.next_packet_for(request.user)
+def _after_decision(request: HtmxHttpRequest, packet: ReviewPacket, message: str) -> HttpResponse:
+    undo = format_html(
+        ' <kbd>U</kbd> undoes it for {} minutes. <a href="{}">See the decision</a>.',
+        services.UNDO_MINUTES,
+        reverse("review:packet", args=[packet.pk]),
+    )
+    messages.success(request, format_html("{}{}", message, undo))
+    following = selectors.next_packet_for(request.user, exclude=(packet.pk,))
     if following is not None:
         return redirect("review:packet", packet_id=following.pk)
     return redirect("review:queue")
@@ -152,8 +274,29 @@ def packet_validate(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
     except services.ReviewRefused as refused:
         return _refused(request, packet, refused)
     return _after_decision(
-        request, f"Validated “{packet.document.original_filename}”: ground truth recorded."
+        request, packet, f"Validated “{packet.document.original_filename}”: ground truth recorded."
     )
+
+
+def _checked_correction(packet: ReviewPacket, form: CorrectionForm) -> str:
+    """Validate the form and the correction's consistency; the correction's reason, or ""
+    with the problems added to the form."""
+    if not form.is_valid():
+        return ""
+    reason, problems = services.correction_check(packet=packet, correction=form.correction())
+    for part, found in problems.items():
+        for message in found:
+            form.add_error("dominant_type" if part == "dominant_type" else None, message)
+    return "" if problems else reason
+
+
+def _fields_summary(truth: GroundTruth) -> str:
+    redone = [r for r in truth.fields if r.get("re_extracted")]
+    if not redone:
+        return ""
+    found = sum(1 for r in redone for f in r["fields"].values() if f.get("status") == "found")
+    types = ", ".join(sorted({DISPLAY_NAMES.get(r["doc_type"], r["doc_type"]) for r in redone}))
+    return f" Fields extracted again with the {types} template: {found} found."
 
 
 @login_required
@@ -161,17 +304,21 @@ def packet_validate(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
 def packet_correct(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
     packet = _get_packet_for_reviewer(request, packet_id)
     form = CorrectionForm(request.POST, page_count=packet.document.page_count)
-    if not form.is_valid():
-        holds = selectors.lock_is_free(packet, request.user)
+    reason = _checked_correction(packet, form)
+    if not reason:
+        holds = packet.status != ReviewPacket.Status.COMPLETED and selectors.lock_is_free(
+            packet, request.user
+        )
         context = _packet_context(
+            request,
             packet,
             holds_lock=holds,
             correction_form=form,
-            error="The correction was not saved: see the messages below.",
+            error="The correction was not saved: see the messages in the decision panel.",
         )
         return render(request, "review/packet.html", context, status=400)
     try:
-        services.review_submit(
+        review = services.review_submit(
             packet_id=packet.pk,
             reviewer=request.user,
             correction=form.correction(),
@@ -180,8 +327,54 @@ def packet_correct(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
     except services.ReviewRefused as refused:
         return _refused(request, packet, refused, form)
     return _after_decision(
-        request, f"Corrected “{packet.document.original_filename}”: ground truth recorded."
+        request,
+        packet,
+        f"Corrected “{packet.document.original_filename}”: {reason}"
+        + _fields_summary(review.ground_truth),
     )
+
+
+@login_required
+@require_POST
+def packet_preview(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
+    """What saving this correction would record: the reason, any problem, and the fields of
+    the corrected segments, extracted again where pages or types changed."""
+    packet = _get_packet_for_reviewer(request, packet_id)
+    form = CorrectionForm(request.POST, page_count=packet.document.page_count)
+    context: dict[str, Any] = {"packet": packet, "preview_errors": [], "preview_fields": []}
+    if form.is_valid():
+        try:
+            reason, problems, fields = services.correction_preview(
+                packet=packet, reviewer=request.user, correction=form.correction()
+            )
+        except services.ReviewRefused as refused:
+            return HttpResponse(refused.message, status=refused.status)
+        context.update(
+            preview_reason=reason,
+            preview_errors=[m for found in problems.values() for m in found],
+            preview_fields=selectors.fields_for_display(fields),
+        )
+    else:
+        context["preview_errors"] = [m for found in form.errors.values() for m in found]
+    return render(request, "review/packet.html#correction-preview", context)
+
+
+@login_required
+@require_POST
+def packet_skip(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
+    packet = _get_packet_for_reviewer(request, packet_id)
+    try:
+        services.packet_skip(packet=packet, user=request.user)
+    except services.ReviewRefused as refused:
+        return _refused(request, packet, refused)
+    messages.info(
+        request,
+        f"Skipped “{packet.document.original_filename}”: it comes after your other packets.",
+    )
+    following = selectors.next_packet_for(request.user, exclude=(packet.pk,))
+    if following is not None:
+        return redirect("review:packet", packet_id=following.pk)
+    return redirect("review:queue")
 
 
 @login_required
@@ -219,18 +412,43 @@ def packet_release(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
 
 
 @login_required
+@require_POST
+def packet_reopen(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
+    """An admin takes back a decided packet's decision; it goes back to the queue."""
+    packet = _get_packet_for_reviewer(request, packet_id)
+    require_permission(request, "review.reopen_packets")
+    try:
+        services.packet_reopen(packet=packet, user=request.user)
+    except services.ReviewRefused as refused:
+        return _refused(request, packet, refused)
+    messages.success(
+        request,
+        f"Reopened “{packet.document.original_filename}”: its decision is withdrawn and the "
+        "packet is back in the queue.",
+    )
+    return redirect("review:queue")
+
+
+@login_required
 def page_image(request: HtmxHttpRequest, packet_id: int, number: int) -> FileResponse:
-    """The PDF page as PNG with the packet's grounded evidence on it highlighted; cached."""
+    """The PDF page as PNG (``?size=thumb`` for the page strip); cached. Evidence is drawn
+    over it by the page, from the page's word boxes."""
     packet = _get_packet_for_reviewer(request, packet_id)
     document = packet.document
-    if document.mime_type != Document.MIME_PDF or not 1 <= number <= document.page_count:
+    if (
+        document.mime_type != Document.MIME_PDF
+        or not document.file
+        or not 1 <= number <= document.page_count
+    ):
         raise Http404("No page image for this document.")
-    path = page_image_path(
-        document=document,
-        number=number,
-        highlights=selectors.packet_snippets_on_page(packet, number),
-    )
-    return FileResponse(path.open("rb"), content_type="image/png")
+    dpi = THUMBNAIL_DPI if request.GET.get("size") == "thumb" else settings.PAGE_IMAGE_DPI
+    try:
+        path = page_image_path(document=document, number=number, dpi=dpi)
+    except FileNotFoundError:
+        raise Http404("The document's file is missing.") from None
+    response = FileResponse(path.open("rb"), content_type="image/png")
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
 
 
 # -- export and metrics (admins) ----------------------------------------------------------------
@@ -241,11 +459,10 @@ def export(request: HtmxHttpRequest) -> HttpResponse:
     require_permission(request, "review.export_ground_truth")
     form = ExportForm(request.GET or None)
     if not request.GET or not form.is_valid():
-        count = GroundTruth.objects.filter(superseded_by__isnull=True).count()
         return render(
             request,
             "review/export.html",
-            {"form": form, "count": count},
+            {"form": form, "count": selectors.ground_truth_current_count()},
             status=400 if request.GET else 200,
         )
     data = form.cleaned_data
@@ -257,22 +474,24 @@ def export(request: HtmxHttpRequest) -> HttpResponse:
         doc_type=data["type"],
         all_versions=data["all_versions"],
     )
+    records = export_filter.selection()
     try:
         body = export_bytes(
-            export_filter.selection(),
+            records,
             fmt=fmt,
             export_filter=export_filter,
             site_url=settings.SITE_URL,
+            with_text=data["with_text"],
         )
     except ExportUnavailable as refused:
-        count = GroundTruth.objects.filter(superseded_by__isnull=True).count()
-        context = {"form": form, "count": count, "error": refused.message}
+        context = {
+            "form": form,
+            "count": selectors.ground_truth_current_count(),
+            "error": refused.message,
+        }
         return render(request, "review/export.html", context, status=refused.status)
-    services.audit_record(
-        user=request.user,
-        action=AuditEvent.Action.EXPORTED,
-        obj=request.user,
-        detail={k: str(v) for k, v in data.items()},
+    services.export_audit(
+        user=request.user, digest=export_digest(body), filters=data, records=records.count()
     )
     response = HttpResponse(body, content_type=CONTENT_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{FILENAMES[fmt]}"'

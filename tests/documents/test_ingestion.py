@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 from rq import Queue
 
-from benchmarks.pdfgen import image_pdf
+from benchmarks.pdfgen import image_pdf, text_pdf
 from config.jobs import get_queue
 from documents import services, tasks
 from documents.models import Document, Page
@@ -196,3 +196,41 @@ def test_without_tesseract_a_scan_fails_with_an_operator_message(monkeypatch):
     document.refresh_from_db()
     assert document.status == Document.Status.FAILED
     assert "OCR is not available on this server" in document.error
+
+
+def test_ingestion_records_pages_read_and_keeps_word_boxes(monkeypatch):
+    seen = []
+    real = services._record_progress
+
+    def watch(document_id):
+        record = real(document_id)
+
+        def both(done, total):
+            record(done, total)
+            seen.append(Document.objects.get(pk=document_id).pages_done)
+
+        return both
+
+    monkeypatch.setattr(services, "_record_progress", watch)
+    pdf = text_pdf([["FIRST PAGE", "Alpha beta."], ["SECOND PAGE", "Gamma delta."]])
+    document = services.document_create(filename="two.pdf", content=pdf, user=None)
+    document.refresh_from_db()
+    assert seen == [1, 2]  # written page by page, visible to other connections as it goes
+    assert (document.status, document.pages_done, document.progress_percent) == ("ready", 2, 100)
+    page = document.pages.get(number=2)
+    assert [page.text[a:b] for a, b, *_ in page.boxes] == page.text.split()
+    assert (page.width, page.height) == (612.0, 792.0)
+
+
+def test_backfill_gives_older_pages_their_word_boxes():
+    from django.core.management import call_command
+
+    pdf = text_pdf([["ONLY PAGE", "Some words here."]])
+    document = services.document_create(filename="one.pdf", content=pdf, user=None)
+    Page.objects.filter(document=document).update(boxes=[], width=None, height=None)
+    call_command("backfill_word_boxes", verbosity=0)
+    page = Page.objects.get(document=document)
+    assert [page.text[a:b] for a, b, *_ in page.boxes] == page.text.split()
+    Page.objects.filter(document=document).update(boxes=[], text="changed since")
+    call_command("backfill_word_boxes", verbosity=0)
+    assert Page.objects.get(document=document).boxes == []  # offsets would not hold: left alone

@@ -85,3 +85,53 @@ def test_without_an_ocr_engine_a_scanned_page_stops_with_a_clear_message():
         "Page 1 is a scanned image and OCR is not available on this server. "
         "Ask an administrator to install tesseract."
     )
+
+
+# -- word boxes ----------------------------------------------------------------------------------
+
+
+def _words(page):
+    return [page.text[start:end] for start, end, *_ in page.boxes]
+
+
+def test_text_layer_pages_keep_a_box_for_every_word_aligned_with_the_text(pathology_pdf):
+    first = reader.extract_pdf(pathology_pdf, ocr=None)[0]
+    assert _words(first) == first.text.split()  # every word once, in reading order
+    assert (first.width, first.height) == (612.0, 792.0)
+    for _start, _end, x0, top, x1, bottom in first.boxes:
+        assert 0 <= x0 < x1 <= 1 and 0 <= top < bottom <= 1
+    # The heading is drawn at 72 pt from the left and the top of a letter page.
+    heading = first.boxes[0]
+    assert first.text[heading[0] : heading[1]] == "SURGICAL"
+    assert heading[2] == pytest.approx(72 / 612, abs=0.002)
+    assert heading[3] == pytest.approx(62 / 792, abs=0.02)
+
+
+def test_ocr_pages_keep_tesseracts_word_boxes_aligned_with_the_text():
+    scan = image_pdf(["RADIOLOGY REPORT", "IMPRESSION: No acute cardiopulmonary disease."])
+    [page] = reader.extract_pdf(scan, ocr=make_tesseract_engine())
+    assert _words(page) == page.text.split()
+    first_word = page.boxes[0]
+    assert page.text[first_word[0] : first_word[1]] == "RADIOLOGY"
+    lines = {round(box[3], 2) for box in page.boxes}
+    assert len(lines) >= 2  # two lines of text, two different heights on the page
+
+
+def test_a_span_of_the_text_maps_to_one_rectangle_per_line():
+    from documents.boxes import align_words, span_rects
+
+    text = "Left breast core\nbiopsy: carcinoma"
+    words = [
+        ("Left", 0.1, 0.1, 0.15, 0.12),
+        ("breast", 0.16, 0.1, 0.25, 0.12),
+        ("core", 0.26, 0.1, 0.3, 0.12),
+        ("biopsy:", 0.1, 0.13, 0.2, 0.15),
+        ("carcinoma", 0.21, 0.13, 0.35, 0.15),
+        ("missing", 0.5, 0.5, 0.6, 0.6),  # not in the text: left out, never misplaced
+    ]
+    boxes = align_words(text, words)
+    assert [text[a:b] for a, b, *_ in boxes] == text.split()
+    start = text.index("breast")
+    end = text.index("biopsy") + len("biopsy")
+    assert span_rects(boxes, start, end) == [(0.16, 0.1, 0.3, 0.12), (0.1, 0.13, 0.2, 0.15)]
+    assert span_rects(boxes, 100, 120) == []

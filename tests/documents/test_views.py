@@ -62,7 +62,7 @@ def test_the_list_shows_status_and_polls_only_while_work_is_running(reviewer_cli
     body = response.content.decode()
     assert response.status_code == 200
     assert "done.pdf" in body and 'data-status="ready"' in body
-    assert "hx-trigger" not in body
+    assert 'hx-trigger="every 2s"' not in body
 
     make_document(original_filename="busy.pdf", status=Document.Status.INGESTING)
     body = reviewer_client.get(reverse("documents:list")).content.decode()
@@ -149,3 +149,71 @@ def test_a_user_without_a_role_may_not_see_runs(client, django_user_model):
     assert client.get(reverse("reliability:run", args=[run.pk])).status_code == 403
     assert client.get(reverse("reliability:packet", args=[run.pk])).status_code == 403
     assert client.post(reverse("reliability:new", args=[document.pk])).status_code == 403
+
+
+def test_the_list_shows_each_documents_type_decision_and_packet_in_constant_queries(
+    reviewer_client,
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from engine.schemas import ClassificationOutput
+    from review.services import ground_truth_record
+    from tests.review.conftest import make_packet
+
+    escalated = make_packet(sha="1")
+    accepted = make_document(original_filename="accepted.pdf", sha256="a" * 64)
+
+    ground_truth_record(
+        document=accepted,
+        run=None,
+        source="AUTO_ACCEPTED",
+        output=ClassificationOutput.model_validate(escalated.classification),
+    )
+    make_document(
+        original_filename="reading.pdf",
+        status=Document.Status.INGESTING,
+        page_count=5,
+        pages_done=2,
+    )
+    with CaptureQueriesContext(connection) as few:
+        body = reviewer_client.get(reverse("documents:list")).content.decode()
+    row = body[body.index(f'data-document="{escalated.document_id}"') :]
+    assert "Pathology Report" in row[:800] and "Escalated" in row[:800]
+    assert reverse("review:packet", args=[escalated.pk]) in row[:800]
+    accepted_row = body[body.index(f'data-document="{accepted.pk}"') :][:800]
+    assert "Auto-accepted" in accepted_row and "Pathology Report" in accepted_row
+    reading = body[body.index("reading.pdf") :][:800]
+    assert "page 2 of 5" in reading and '<progress max="5" value="2"' in reading
+
+    for sha in "bcdef":
+        make_packet(sha=sha)
+    with CaptureQueriesContext(connection) as many:
+        reviewer_client.get(reverse("documents:list"))
+    assert len(many) == len(few)
+
+
+def test_the_list_searches_file_names(reviewer_client):
+    make_document(original_filename="chest-ct.pdf", sha256="1" * 64)
+    make_document(original_filename="biopsy.pdf", sha256="2" * 64)
+    body = reviewer_client.get(reverse("documents:list"), {"q": "CHEST"}).content.decode()
+    assert "chest-ct.pdf" in body and "biopsy.pdf" not in body
+
+
+def test_an_htmx_upload_redirects_the_browser_and_a_refusal_comes_back_as_the_form(
+    reviewer_client,
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    good = SimpleUploadedFile("note.txt", b"CLINIC NOTE\n\nCough for two weeks.")
+    response = reviewer_client.post(
+        reverse("documents:upload"), {"documents": [good]}, HTTP_HX_REQUEST="true"
+    )
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == reverse("documents:list")
+    bad = SimpleUploadedFile("photo.pdf", b"\xff\xd8\xff not a pdf")
+    refused = reviewer_client.post(
+        reverse("documents:upload"), {"documents": [bad]}, HTTP_HX_REQUEST="true"
+    )
+    assert refused.status_code == 400
+    assert 'id="upload-card"' in refused.content.decode()

@@ -24,7 +24,15 @@ def test_upload_a_pdf_and_see_it_ready(page, live_server, reviewer, tmp_path, sc
     log_in(page, live_server, reviewer.username, PASSWORD)
     page.get_by_role("link", name="Upload documents").click()
     page.get_by_label("Documents").set_input_files(str(pdf_path))
+    held = []  # hold the upload at the server's door to see the page while it is under way
+    page.route("**/documents/upload/", lambda route: held.append(route))
     page.get_by_role("button", name="Upload").click()
+    expect(page.locator("#upload-button")).to_be_disabled()
+    expect(page.locator("#upload-button")).to_have_text("Uploading…")
+    expect(page.locator("#upload-progress")).to_be_visible()
+    screenshot("upload-in-progress")
+    held[0].continue_()
+    page.unroute("**/documents/upload/")
 
     page.wait_for_url(f"{live_server.url}/documents/")
     expect(page.get_by_role("status")).to_contain_text("Uploaded 1 file(s): “chest-xray.pdf”.")

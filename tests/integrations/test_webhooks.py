@@ -303,3 +303,21 @@ def test_reviewers_cannot_see_webhooks_in_admin(reviewer):
     client.force_login(reviewer)
     response = client.get(reverse("admin:integrations_webhookendpoint_changelist"))
     assert response.status_code == 302  # not staff: sent to the admin login
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_undone_decision_announces_the_new_ground_truth_version(reviewer):
+    from review.services import review_undo
+
+    packet = make_packet()
+    with Receiver() as receiver:
+        endpoint_for(receiver, Event.GROUND_TRUTH_CHANGED)
+        review = review_submit(packet_id=packet.pk, reviewer=reviewer, correction=None, notes="")
+        review_undo(reviewer=reviewer)
+
+    changes = [b["data"] for b in bodies(receiver)]
+    assert [(c["version"], c["source"]) for c in changes] == [
+        (1, "SME_VALIDATED"),
+        (2, "WITHDRAWN"),
+    ]
+    assert changes[1]["supersedes_id"] == review.ground_truth_id

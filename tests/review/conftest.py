@@ -38,10 +38,17 @@ def make_packet(
         assessment.top_evidence.append(
             Evidence(snippet="Metastatic melanoma in four of nine lymph nodes", page=2)
         )
-    context = DocumentContext(pages=pages, min_dominant_confidence=0.6)
+    return escalate(document, pages, output)
+
+
+def escalate(document, pages, output, *, extract: bool = False) -> ReviewPacket:
+    """Verify ``output`` with the real chain and hand it to review as an escalated run's
+    packet (optionally with the run's fields extracted)."""
+    from reliability.fields import fields_record
+
     outcome = pipeline.orchestrate(
         classify=lambda f: (output, 0),
-        context=context,
+        context=DocumentContext(pages=pages, min_dominant_confidence=0.6),
         preset=pipeline.PRESETS["clinical"],
         can_reask=False,
     )
@@ -55,8 +62,78 @@ def make_packet(
         final_decision="ESCALATE_TO_SME",
         attempts_count=len(outcome.attempts),
     )
+    if extract:
+        fields_record(run=run, output=outcome.best.output)
     return packet_create(
         run=run,
         outcome=outcome,
         comparison={"available": False, "reason": "The offline classifier is the primary."},
     )
+
+
+def pdf_packet(
+    pages: list[list[str]],
+    *,
+    label: str,
+    name: str = "bundle.pdf",
+    extract: bool = True,
+    data: bytes | None = None,
+) -> ReviewPacket:
+    """A packet for a real PDF (``pages`` written as text, or ``data``), ingested as an upload
+    is (word boxes, OCR where there is no text layer), classified as one ``label`` segment over
+    every page (so a bundle's second document is missed), with the run's fields extracted."""
+    import hashlib
+
+    from django.core.files.base import ContentFile
+
+    from benchmarks.pdfgen import text_pdf
+    from documents.models import Document
+    from documents.services import document_ingest
+
+    data = data or text_pdf(pages)
+    document = Document(
+        original_filename=name,
+        sha256=hashlib.sha256(data).hexdigest(),
+        mime_type=Document.MIME_PDF,
+        size_bytes=len(data),
+        page_count=len(pages) or 1,
+        status=Document.Status.INGESTING,
+    )
+    document.file.save("upload", ContentFile(data), save=False)
+    document.save()
+    document_ingest(document=document)
+    texts = list(document.pages.order_by("number").values_list("text", flat=True))
+    output = clean_output(texts, label)
+    assert output is not None
+    return escalate(document, texts, output, extract=extract)
+
+
+PATHOLOGY_REPORT = [
+    [
+        "SURGICAL PATHOLOGY REPORT",
+        "Specimen: Left breast, core needle biopsy.",
+        "FINAL DIAGNOSIS",
+        "Invasive ductal carcinoma, Nottingham grade 2.",
+    ],
+    ["MICROSCOPIC DESCRIPTION", "Nests of malignant epithelial cells in a desmoplastic stroma."],
+    ["IMMUNOHISTOCHEMISTRY", "Estrogen receptor: positive, 90%.", "HER2 (IHC): 1+, negative."],
+]
+GENOMIC_REPORT = [
+    [
+        "COMPREHENSIVE GENOMIC PROFILING REPORT",
+        "Microsatellite status: MSS (microsatellite stable).",
+        "Tumor mutational burden: 4 mutations/Mb.",
+    ],
+    ["GENOMIC ALTERATIONS", "PIK3CA H1047R, variant allele frequency 27%: pathogenic."],
+    ["VARIANTS OF UNKNOWN SIGNIFICANCE", "ATM S1691R, VAF 48%."],
+    ["METHODS", "Hybrid capture sequencing to a median depth of 650x."],
+]
+RADIOLOGY_REPORT = [
+    [
+        "CT CHEST WITH CONTRAST",
+        "FINDINGS",
+        "Lungs: A 4 mm solid nodule in the right upper lobe. No consolidation or effusion.",
+        "IMPRESSION",
+        "No evidence of thoracic metastatic disease.",
+    ]
+]

@@ -23,7 +23,7 @@ from engine.schemas import DocType
 from reliability.models import Extraction, Run
 from reliability.services import api_token_create
 from review import fhir
-from review.exports import LABELS, ExportFilter, export_bytes
+from review.exports import LABELS, ExportFilter, export_bytes, export_write
 from review.models import GroundTruth
 from review.selectors import ground_truth_selection
 from review.serializers import EXPORT_FIELDS
@@ -85,9 +85,8 @@ def corrected(previous: GroundTruth, reviewer, doc_type: str) -> GroundTruth:
     output = corrected_output(
         Correction(
             dominant_type=DocType(doc_type),
-            segments=[(1, 1, DocType(doc_type))],
+            segments=((1, 1, DocType(doc_type)),),
             mixture={DocType(doc_type): 1.0},
-            present=[],
         )
     )
     return ground_truth_record(
@@ -490,3 +489,44 @@ def test_the_api_exports_to_each_token_only_its_own_documents_unless_it_may_expo
     waiting = ready_document("text", sha="w", uploaded_by=reviewer)
     refused = lims.get(reverse("api:document_fhir", args=[waiting.pk]))
     assert refused.status_code == 409 and "No ground truth yet" in refused.json()["error"]
+
+
+@pytest.mark.django_db
+def test_page_text_on_request_reaches_parquet_and_the_dataset_too(tmp_path):
+    accepted("pathology", sha="p")
+    plain = pq.read_table(
+        io.BytesIO(
+            export_bytes(
+                ground_truth_selection(),
+                fmt="parquet",
+                export_filter=ExportFilter(),
+                site_url=SITE,
+            )
+        )
+    )
+    assert "pages" not in plain.column_names
+    table = pq.read_table(
+        io.BytesIO(
+            export_bytes(
+                ground_truth_selection(),
+                fmt="parquet",
+                export_filter=ExportFilter(),
+                site_url=SITE,
+                with_text=True,
+            )
+        )
+    )
+    [pages] = table.column("pages").to_pylist()
+    assert [p["number"] for p in json.loads(pages)] == [1]
+    folder = tmp_path / "hf"
+    export_write(
+        ground_truth_selection(),
+        fmt="hf",
+        out=folder,
+        export_filter=ExportFilter(),
+        site_url=SITE,
+        with_text=True,
+    )
+    dataset = pq.read_table(folder / "data" / "train-00000-of-00001.parquet")
+    assert "pages" in dataset.column_names and "filename" not in dataset.column_names
+    assert "name: pages" in (folder / "README.md").read_text()

@@ -138,7 +138,7 @@ def test_htmx_requests_get_the_table_or_the_counts_partial(reviewer, packet):
     assert counts.lstrip().startswith('<div id="queue-counts"')
     assert 'data-count="pending">1<' in counts
     issues = client.get(reverse("review:packet", args=[packet.pk]), HTTP_HX_REQUEST="true")
-    assert issues.content.decode().lstrip().startswith('<section class="card" id="packet-issues"')
+    assert issues.content.decode().lstrip().startswith('<div id="packet-issues"')
 
 
 def test_next_packet_opens_the_highest_priority_unlocked_one(reviewer, other_reviewer):
@@ -167,7 +167,7 @@ def test_the_packet_shows_blocker_issues_with_context_and_says_when_text_is_inve
     assert body.index("BLOCKER") < body.index("MINOR") if "MINOR" in body else True
     assert "Not found in the document." in body
     assert "Claimed: “Metastatic melanoma in four of nine lymph nodes”" in body
-    assert "<mark>" in body  # the grounded evidence, highlighted in its paragraph
+    assert '<mark data-evidence="e1">' in body  # the grounded evidence, highlighted in context
     assert "TEST REQUISITION" in body  # page 2 as it starts, shown for the invented snippet
 
 
@@ -223,14 +223,10 @@ def test_validating_records_a_review_ground_truth_and_an_audit_event(reviewer, p
 
 
 def correction(**overrides):
+    """A split of the two-page packet: page 1 pathology, page 2 other (the requisition)."""
     data = {
-        "dominant_type": "pathology",
-        "segments": "1-1 pathology\n2-2 other",
-        "share_clinical_note": "0",
-        "share_pathology": "0.5",
-        "share_genomic": "0",
-        "share_radiology": "0",
-        "share_other": "0.5",
+        "start": ["1", "2"],
+        "type": ["pathology", "other"],
         "present": ["radiology"],
         "notes": "Page 2 is the requisition.",
     }
@@ -259,48 +255,107 @@ def test_a_correction_supersedes_earlier_ground_truth_without_overwriting(review
         for s in latest.classification["segments"]
     ]
     assert segments == [(1, 1, "pathology"), (2, 2, "other")]
-    mixture = {m["type"]: m["presence_level"] for m in latest.classification["document_mixture"]}
-    assert mixture["radiology"] == "MENTION_ONLY"
+    mixture = {m["type"]: m for m in latest.classification["document_mixture"]}
+    assert mixture["radiology"]["presence_level"] == "MENTION_ONLY"
+    # The shares follow the page counts; the dominant type follows the shares (a tie goes
+    # to the first segment's type).
+    assert (mixture["pathology"]["overall_share"], mixture["other"]["overall_share"]) == (0.5, 0.5)
+    assert latest.dominant_type == "pathology"
+    assert latest.reason == (
+        "Split pages 1-2 (Pathology Report) into 1-1 Pathology Report, 2-2 Other; "
+        "Also present: Radiology Report."
+    )
+    assert latest.note == "Page 2 is the requisition."
     earlier.refresh_from_db()
     assert earlier.classification == packet.classification  # untouched
     review = Review.objects.get()
     assert review.corrected_segments == [[1, 1, "pathology"], [2, 2, "other"]]
+    assert review.reason == latest.reason
 
 
-@pytest.mark.parametrize(
-    "field,value,message",
-    [
-        (
-            "segments",
-            "1-2 pathology\n2-2 other",
-            "Page 2 is in segments 1 and 2: segments must not overlap.",
-        ),
-        (
-            "segments",
-            "1-1 pathology",
-            "Page(s) 2 belong to no segment: the segments must cover the whole document.",
-        ),
-        ("segments", "1-3 pathology", "Page 3 is outside the document (pages 1-2)."),
-        ("segments", "1-2 histology", "Line 1 should read like “1-3 pathology”"),
-        ("share_other", "0.7", "The shares add up to 1.20; they must add up to 1."),
-        ("notes", "", "Say why you corrected it."),
-        ("dominant_type", "genomic", "The dominant type must be the type of one of the segments."),
-    ],
-)
-def test_an_invalid_correction_is_refused_with_a_message_beside_the_field(
-    reviewer, packet, field, value, message
-):
+def test_a_note_is_optional_the_reason_comes_from_what_changed(reviewer, packet):
     client = login(reviewer)
     client.get(reverse("review:packet", args=[packet.pk]))
     response = client.post(
-        reverse("review:correct", args=[packet.pk]), correction(**{field: value})
+        reverse("review:correct", args=[packet.pk]), {"start": ["1"], "type": ["other"]}
     )
+    assert response.status_code == 302
+    truth = GroundTruth.objects.get()
+    assert (truth.dominant_type, truth.note) == ("other", "")
+    assert truth.reason == "Type changed from Pathology Report to Other."
+    assert [m["overall_share"] for m in truth.classification["document_mixture"]] == [
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        1.0,
+    ]
+
+
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (
+            {"start": ["1", "2", "2"], "type": ["pathology", "other", "genomic"]},
+            "Two segments start on page 2: remove one of them.",
+        ),
+        ({"start": ["1", "3"]}, "Segment 2 starts on page 3, outside the document (pages 1-2)."),
+        ({"type": ["histology", "other"]}, "Segment 1: choose its type."),
+        ({"start": ["1", ""]}, "Segment 2: give the page it starts on."),
+        (
+            {"share_pathology": "0.5", "share_other": "0.7"},
+            "The shares add up to 1.20; they must add up to 1.",
+        ),
+        # Contradictory ground truth: every page "other", the mixture all clinical note.
+        (
+            {"start": ["1"], "type": ["other"], "share_clinical_note": "1"},
+            "The mixture gives Clinical Note a share of 1.00, but no segment is Clinical Note.",
+        ),
+        (
+            {"start": ["1"], "type": ["other"], "share_clinical_note": "1"},
+            "Other has a segment but no share in the mixture.",
+        ),
+        (
+            {"dominant_type": "genomic"},
+            "The dominant type must be the type of one of the segments.",
+        ),
+        (
+            {"dominant_type": "other", "share_pathology": "0.6", "share_other": "0.4"},
+            "The dominant type Other has a share of 0.40, less than Pathology Report (0.60).",
+        ),
+        (
+            {"start": ["1"], "type": ["pathology"], "present": []},
+            "The correction changes nothing: validate the classification instead (V).",
+        ),
+    ],
+)
+def test_an_invalid_or_contradictory_correction_is_refused_with_the_reason(
+    reviewer, packet, overrides, message
+):
+    client = login(reviewer)
+    client.get(reverse("review:packet", args=[packet.pk]))
+    response = client.post(reverse("review:correct", args=[packet.pk]), correction(**overrides))
     assert response.status_code == 400
-    errors = response.context["correction_form"].errors
-    target = "share_other" if field.startswith("share") else field
-    assert any(e.startswith(message) for e in errors[target]), errors
-    assert message.split("“")[0] in response.content.decode()
+    form = response.context["correction_form"]
+    errors = [*form.non_field_errors(), *form.errors.get("dominant_type", [])]
+    assert message in errors, errors
+    assert message.split("“")[0] in response.content.decode().replace("&#x27;", "'")
     assert not Review.objects.exists() and not GroundTruth.objects.exists()
+
+
+def test_the_service_refuses_contradictory_ground_truth_whatever_the_caller(reviewer, packet):
+    from engine.schemas import DocType
+    from review.corrections import Correction
+    from review.services import ReviewRefused, review_submit
+
+    contradictory = Correction(
+        segments=((1, 2, DocType.OTHER),),
+        mixture={t: (1.0 if t == DocType.CLINICAL_NOTE else 0.0) for t in DocType},
+        dominant_type=DocType.OTHER,
+    )
+    with pytest.raises(ReviewRefused, match="no segment is Clinical Note"):
+        review_submit(packet_id=packet.pk, reviewer=reviewer, correction=contradictory, notes="")
+    assert not GroundTruth.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)

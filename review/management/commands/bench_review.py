@@ -161,6 +161,7 @@ class Command(BaseCommand):
                         dominant_type=rng.choice(DOC_TYPES).value,
                         worst_severity=rng.choice(["BLOCKER", "MAJOR", "MINOR"]),
                         issue_count=len(template["issues"]),
+                        issue_codes=ReviewPacket.codes_of(template["issues"]),
                         comparison={"available": False, "reason": "bench"},
                         history=[],
                         **template,

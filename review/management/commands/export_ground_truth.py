@@ -7,8 +7,16 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from review.exports import FORMATS, ExportFilter, ExportUnavailable, export_bytes, export_write
+from review.exports import (
+    FORMATS,
+    ExportFilter,
+    ExportUnavailable,
+    export_bytes,
+    export_digest,
+    export_write,
+)
 from review.models import GroundTruth
+from review.services import export_audit
 
 BINARY = {"parquet", "hf"}
 
@@ -16,7 +24,7 @@ BINARY = {"parquet", "hf"}
 class Command(BaseCommand):
     help = (
         "Export ground truth with provenance as JSONL, CSV, a FHIR R4 Bundle, Parquet or a "
-        "Hugging Face dataset folder (the same rows as the export page for the same filter)."
+        "Hugging Face dataset folder (same records and bytes as the export page)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -26,6 +34,11 @@ class Command(BaseCommand):
         parser.add_argument("--source", choices=GroundTruth.Source.values, default="")
         parser.add_argument("--type", dest="doc_type", default="")
         parser.add_argument("--all-versions", action="store_true")
+        parser.add_argument(
+            "--with-text",
+            action="store_true",
+            help="add each page's text (patient data: for training a model); tabular formats",
+        )
         parser.add_argument(
             "--out",
             help="file to write (a folder for --format hf); default: standard output "
@@ -45,6 +58,10 @@ class Command(BaseCommand):
         out = options["out"]
         if fmt in BINARY and not out:
             raise CommandError(f"--format {fmt} writes files: give --out PATH.")
+        filters = {
+            key: options[key]
+            for key in ("format", "start", "end", "source", "doc_type", "all_versions", "with_text")
+        }
         try:
             if out:
                 path = Path(out)
@@ -56,14 +73,32 @@ class Command(BaseCommand):
                     out=path,
                     export_filter=export_filter,
                     site_url=settings.SITE_URL,
+                    with_text=options["with_text"],
                 )
-                self.stderr.write(f"Wrote {records.count()} record(s) to {out}")
+                count = records.count()
+                export_audit(
+                    user=None,
+                    digest=export_digest(path),
+                    filters={**filters, "via": "command"},
+                    records=count,
+                )
+                self.stderr.write(f"Wrote {count} record(s) to {out}")
                 return
             body = export_bytes(
-                records, fmt=fmt, export_filter=export_filter, site_url=settings.SITE_URL
+                records,
+                fmt=fmt,
+                export_filter=export_filter,
+                site_url=settings.SITE_URL,
+                with_text=options["with_text"],
             )
         except ExportUnavailable as refused:
             raise CommandError(refused.message) from None
         if not records.exists():
             raise CommandError("No ground truth matches.")
+        export_audit(
+            user=None,
+            digest=export_digest(body),
+            filters={**filters, "via": "command"},
+            records=records.count(),
+        )
         self.stdout.write(body.decode(), ending="")
