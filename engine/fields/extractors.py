@@ -4,8 +4,9 @@ called once per iteration with (prompt, feedback, flagged fields, iteration)."""
 
 from __future__ import annotations
 
+from engine.fields.finders import MAX_LEVEL
 from engine.fields.loop import Extractor
-from engine.fields.offline_extractor import ExtractedField, extract
+from engine.fields.offline_extractor import ExtractedField, extract, hits_at, outline_for
 from engine.fields.templates import Template
 from engine.llm.errors import LLMError
 from engine.protocols import LLMClient
@@ -13,12 +14,19 @@ from engine.protocols import LLMClient
 
 def offline_extractor(template: Template, pages: list[str]) -> Extractor:
     levels: dict[str, int] = {}
+    outline = outline_for(pages)
 
     def run(
         prompt: str, feedback: str | None, flagged: list[str], iteration: int
     ) -> dict[str, ExtractedField]:
-        for name in flagged:  # widen the search only where the evaluator asked
-            levels[name] = levels.get(name, 0) + 1
+        # Widen the search only where the evaluator asked, to the next level that reads
+        # something for the field (or the widest, when none does).
+        for name in flagged:
+            spec = template.field(name)
+            for level in range(levels.get(name, 0) + 1, MAX_LEVEL + 1):
+                levels[name] = level
+                if hits_at(spec, outline, level):
+                    break
         return extract(template, pages, levels=dict(levels))
 
     return run
