@@ -103,11 +103,26 @@ class LoopSummary(Schema):
     history: list[dict[str, Any]] | None = None
 
 
+class FormIssue(Schema):
+    severity: str = Field(description="ERROR (the run is escalated) or WARNING")
+    code: str
+    message: str
+
+
 class SegmentFields(Schema):
     segment: int
     pages: list[int]
-    doc_type: str
+    doc_type: str = Field(description="The template used: a clinical type, or a form's type")
     status: str
+    form_type: str | None = Field(
+        None,
+        description="With a form pack (us_tax): the form this Other segment was filled as "
+        "(w2, 1099_nec, ...); null when it is none of them.",
+    )
+    alternative_types: list[dict[str, Any]] = Field(
+        default_factory=list, description="Other form templates that were partly filled."
+    )
+    issues: list[FormIssue] = Field(default_factory=list)
     fields: dict[str, Any]
     loop: LoopSummary
 
@@ -125,7 +140,10 @@ class SegmentType(Schema):
 
 class DocumentResult(Schema):
     id: str
-    type: str | None
+    type: str | None = Field(description="The classification: one of the five clinical types")
+    form_type: str | None = Field(
+        None, description="The form the document was filled as (first segment), if any."
+    )
     decision: str
     review: ReviewState
     segments: list[SegmentType]
@@ -335,6 +353,7 @@ def result(request: HttpRequest, document_id: UUID, history: bool = False) -> di
     return {
         "id": str(document.pk),
         "type": classification.get("dominant_type_overall"),
+        "form_type": next((e.form_type for e in extractions if e.form_type), None),
         "decision": run.final_decision,
         "review": {
             "status": packet.status if packet else "not_needed",
@@ -350,6 +369,9 @@ def result(request: HttpRequest, document_id: UUID, history: bool = False) -> di
                 "pages": [e.start_page, e.end_page],
                 "doc_type": e.doc_type,
                 "status": e.status,
+                "form_type": e.form_type or None,
+                "alternative_types": e.alternatives,
+                "issues": e.issues,
                 "fields": e.fields,
                 "loop": {
                     "final_score": e.final_score,

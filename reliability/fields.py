@@ -11,9 +11,10 @@ from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
 from documents.models import Document
-from engine.fields.extractors import gemini_extractor, offline_extractor
+from engine.fields.extractors import gemini_extractor, gemini_filler, offline_extractor
+from engine.fields.forms import FormMatch, match_form, offline_filler
 from engine.fields.loop import LoopConfig, LoopResult, run_loop
-from engine.fields.templates import Pack, find_template, load_packs
+from engine.fields.templates import Pack, Template, find_template, load_packs
 from engine.llm import LLMError
 from engine.pipeline import PRESETS
 from engine.protocols import LLMClient
@@ -38,6 +39,12 @@ class ProcessingOptions(BaseModel):
     max_iterations: int | None = Field(None, ge=1, le=10)
     preset: str | None = None
     type_override: DocType | None = None
+    expected_tax_year: int | None = Field(
+        None,
+        ge=1950,
+        le=2100,
+        description="For tax forms: a form for another tax year is reported as an ERROR issue.",
+    )
 
     def model_post_init(self, _context: Any) -> None:
         if self.preset is not None and self.preset not in PRESETS:
@@ -63,6 +70,14 @@ def loop_config(options: ProcessingOptions, preset: str) -> LoopConfig:
 
 def packs() -> dict[str, Pack]:
     return load_packs(tuple(settings.EXTRACTION_PACKS))
+
+
+def form_templates() -> list[Template]:
+    """Templates of the packs in force that are forms rather than clinical document types
+    (the us_tax pack's W-2, 1099s, K-1): a document classified as Other is matched against
+    them by filling each."""
+    clinical = {t.value for t in DocType}
+    return [t for pack in packs().values() for t in pack.templates if t.doc_type not in clinical]
 
 
 def templates_sync() -> int:
@@ -112,15 +127,32 @@ def fields_extract(
         if document.quality == Document.Quality.LOW_OCR:
             row.status, row.refused_reason = Extraction.Status.REFUSED, POOR_OCR_REASON
             continue
+        segment_pages = pages[segment.start_page - 1 : segment.end_page]
+        started = time.perf_counter()
         template = find_template(loaded, doc_type)
+        forms = form_templates() if doc_type == DocType.OTHER.value else []
+        if forms:
+            try:
+                match = match_form(
+                    forms,
+                    segment_pages,
+                    expected_year=options.expected_tax_year,
+                    filler=gemini_filler(client) if client is not None else offline_filler,
+                )
+            except LLMError as exc:
+                row.status = Extraction.Status.FAILED
+                row.refused_reason = f"The language model call failed: {exc}"
+                continue
+            _record_form(row, match)
+            if match.chosen is not None:
+                template = match.chosen.template
+                row.doc_type = template.doc_type
         if template is None:
             row.status = Extraction.Status.REFUSED
             row.refused_reason = (
                 f"No template for {doc_type} in packs {', '.join(settings.EXTRACTION_PACKS)}."
             )
             continue
-        segment_pages = pages[segment.start_page - 1 : segment.end_page]
-        started = time.perf_counter()
         extractor = (
             gemini_extractor(client, template, segment_pages)
             if client is not None
@@ -135,22 +167,46 @@ def fields_extract(
             row.refused_reason = f"The language model call failed: {exc}"
             continue
         row.status = Extraction.Status.COMPLETED
-        row.template_version = _pack_version(loaded, doc_type)
+        row.template_version = _pack_version(loaded, template.doc_type)
         row.extractor = "gemini" if client is not None else "offline"
         row.fields = {
             k: {**v.as_dict(), "page": (v.page + segment.start_page - 1) if v.page else None}
             for k, v in result.best.fields.items()
         }
         row.final_score = result.final_score
+        row.first_score = result.iterations[0].evaluation.overall
         row.met_threshold = result.met_threshold
         row.iterations_count = len(result.iterations)
         row.iterations = [it.as_dict() for it in result.iterations]
         row.stopped_reason = result.stopped_reason
         row.warnings = [
             i["message"] for i in result.best.evaluation.issues if i["severity"] != "minor"
-        ]
+        ] + row.warnings
         row.seconds = round(time.perf_counter() - started, 4)
     return rows
+
+
+def _record_form(row: Extraction, match: FormMatch) -> None:
+    """The form-filling classification on the segment's extraction: its type (or none: the
+    document stays Other), the alternatives, each attempt and the issues."""
+    row.form_type = match.form_type
+    row.alternatives = match.alternatives
+    row.form_attempts = match.as_dict()["attempts"]
+    row.issues = match.issues
+    row.warnings = [i["message"] for i in match.issues]
+    if not match.form_type and match.title:  # a recognised form with nothing filled in
+        row.warnings.append(f"{match.title}: {match.message}")
+
+
+def form_issues(rows: list[Extraction]) -> list[tuple[int, dict[str, str]]]:
+    """(segment, issue) for every ERROR a form raised (a wrong tax year): such a run is not
+    accepted without a person."""
+    return [
+        (row.segment_index, issue)
+        for row in rows
+        for issue in row.issues
+        if issue.get("severity") == "ERROR"
+    ]
 
 
 def fields_save(*, run: Run, rows: list[Extraction]) -> list[Extraction]:

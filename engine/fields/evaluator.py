@@ -235,7 +235,10 @@ BLANK_FORM = "Every field is empty: this looks like a blank form."
 
 
 def _blank_form(f: dict[str, ExtractedField], template: Template, outline: Outline) -> str | None:
-    if f and all(x.status != FOUND for x in f.values()):
+    """No box is filled in; what a blank form prints (its name, its year) does not count."""
+    printed = {s.name for s in template.fields if s.printed}
+    boxes = [x for name, x in f.items() if name not in printed]
+    if f and all(x.status != FOUND for x in boxes):
         return BLANK_FORM
     return None
 

@@ -40,7 +40,9 @@ FORMAT_PATTERNS: dict[str, str] = {
         r"\b(?:\d{1,2}/\d{1,2}/\d{2,4}|\d{4}-\d{2}-\d{2}"
         rf"|{_MONTHS}\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\s+{_MONTHS}\s+\d{{4}})\b"
     ),
-    "currency": r"\$?\s?\d{1,3}(?:,\d{3})*(?:\.\d{2})?|\$?\s?\d+(?:\.\d{2})?",
+    # An amount shows it is money: a dollar sign, thousands separators or cents (a bare "3"
+    # next to a label is the form's box number).
+    "currency": r"\$\s?\d[\d,]*(?:\.\d{2})?|\b\d{1,3}(?:,\d{3})+(?:\.\d{2})?|\b\d+\.\d{2}\b",
     "ssn": r"\b(?:\d{3}|[Xx*]{3})-(?:\d{2}|[Xx*]{2})-\d{4}\b",
     "ein": r"\b\d{2}-\d{7}\b",
     "year": r"\b(?:19|20)\d{2}\b",
@@ -141,7 +143,7 @@ def _find(spec: FieldSpec, pages: list[str], level: int) -> list[tuple[Any, str,
                     value = _parse(spec, tail)
                     if value is not None:
                         hits.append((value, text[line_start:line_end].strip(), number))
-                elif not tail.strip(" \t:-"):
+                elif not re.sub(r"\([^)\n]*\)", "", tail).strip(" \t:-"):  # "... (EIN)"
                     a, b = _section_after(text, line_end)
                     value = _parse(spec, text[a:b])
                     if value is not None:
@@ -183,9 +185,10 @@ def _snippet_for(text: str, values: list[str]) -> str:
 
 
 def labelled_format_hits(spec: FieldSpec, outline: Outline) -> list[Hit]:
-    """A label with a value of the field's format after it on its line (presence of a form
-    field that is filled in)."""
-    return [Hit(v, s, p) for v, s, p in _find(spec, outline.pages, 0)]
+    """A label with a value of the field's format after it, on its line or below it (the
+    presence of a form's box that is filled in)."""
+    hits = _find(spec, outline.pages, 0) or _find(spec, outline.pages, 1)
+    return [Hit(v, s, p) for v, s, p in hits]
 
 
 # -- extraction ------------------------------------------------------------------------------------

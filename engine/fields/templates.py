@@ -52,6 +52,7 @@ class FieldSpec(BaseModel):
     location: str = ""  # free-text hint for an LLM, e.g. "box 1" or "FINAL DIAGNOSIS section"
     validity: str = ""  # name of a validity rule in evaluator.VALIDITY_RULES
     multiple: bool = False  # a list of values (e.g. mutations)
+    printed: bool = False  # printed on the blank form (its name, its year): not a filled box
     finder: str = ""  # a reader in finders.FINDERS ("grade", "variants"); "" = by format
     cues: list[str] = Field(
         default_factory=list,
