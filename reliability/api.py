@@ -23,7 +23,9 @@ from pydantic import ConfigDict, Field, ValidationError
 from documents.models import Document
 from documents.services import document_create
 from documents.validation import UploadRefused, check_size
+from engine import llm
 from engine.pipeline import PRESETS
+from reliability.evaluations import MAX_DOCUMENTS, EvaluateRequest, documents_evaluate
 from reliability.fields import ProcessingOptions
 from reliability.models import Extraction, Run
 from reliability.services import api_token_authenticate
@@ -150,6 +152,25 @@ class DocumentResult(Schema):
     fields: list[SegmentFields]
     warnings: list[str]
     processing_time_seconds: float
+
+
+class EvaluationResult(Schema):
+    document: str
+    value: Any = Field(
+        None, description="The answer; null with no error means the document does not say."
+    )
+    confidence: float
+    reasoning: str | None = None
+    error: str | None = Field(None, description="Set when the operation failed for this document")
+    interval: list[float] | None = Field(None, description="score: the confidence interval")
+    note: str | None = Field(None, description="e.g. the document was too long to read whole")
+
+
+class EvaluationResponse(Schema):
+    operation: str
+    model: str
+    results: list[EvaluationResult] = Field(description="One per document, in the order asked")
+    usage: dict[str, Any]
 
 
 # -- authentication ---------------------------------------------------------------------------
@@ -387,6 +408,48 @@ def result(request: HttpRequest, document_id: UUID, history: bool = False) -> di
         "processing_time_seconds": round(
             (document.ingest_seconds or 0.0) + (run.duration_seconds or 0.0), 3
         ),
+    }
+
+
+LLM_NOT_CONFIGURED = (
+    "No language model is configured, so the evaluation operations are unavailable: set "
+    "GEMINI_API_KEY (or the Vertex AI settings) on the server."
+)
+
+
+@api.post(
+    "/evaluate/",
+    url_name="evaluate",
+    summary="Ask a language model about your documents: filter, score, extract, extract_fields",
+    description=(
+        f"Runs one operation over up to {MAX_DOCUMENTS} of your own documents with bounded "
+        "concurrency (LLM_MAX_CONCURRENCY) and answers in the order asked. Each result has "
+        "value, confidence, optional reasoning and error: value null without an error means the "
+        "document does not contain the answer. A document of another user, or an unknown one, "
+        "is a 404 for the whole request; a document not yet ingested is an error in its result. "
+        "Without a language model configured the answer is 503 (code llm_not_configured)."
+    ),
+    response={200: EvaluationResponse, 400: Error, 401: Error, 404: Error, 503: Error},
+)
+def evaluate(request: HttpRequest, body: EvaluateRequest) -> dict[str, Any]:
+    client = llm.client_from_settings(settings)
+    if client is None:
+        raise ApiRefusal(503, LLM_NOT_CONFIGURED, code="llm_not_configured")
+    documents = []
+    for raw in body.documents:
+        try:
+            documents.append(_own_document(request, UUID(raw)))
+        except ValueError:
+            raise ApiRefusal(400, f"Not a document id: {raw!r}.") from None
+        except ApiRefusal:
+            raise ApiRefusal(404, f"No such document for this token: {raw}.") from None
+    results = documents_evaluate(client=client, request=body, documents=documents)
+    usage = client.usage()
+    return {
+        "operation": body.operation,
+        "model": client.model,
+        "results": results,
+        "usage": {k: usage[k] for k in ("calls", "tokens_in", "tokens_out", "seconds")},
     }
 
 

@@ -183,6 +183,7 @@ def test_the_openapi_schema_is_served_and_describes_every_path(live_server):
         "/api/v1/documents/",
         "/api/v1/documents/{document_id}/",
         "/api/v1/documents/{document_id}/result/",
+        "/api/v1/evaluate/",
     }
     assert schema["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
 
