@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,11 @@ HISTORY_SECTIONS = re.compile(
 _SEPARATOR = re.compile(r"^[ \t]*(?:\([^)\n]{0,40}\)[ \t]*)?(?::|=|[ \t]-[ \t]|\u2013|\u2014)")
 _FLAG_LINE = re.compile(r"^\s*\w+:\s*(?:true|false|yes|no)\s*$", re.IGNORECASE)  # "Include: true"
 _KEY_PREFIX = re.compile(r"^\s*[A-Za-z][\w ]{0,20}:\s*")  # "Name: ", "Gene: " (flattened XML)
+
+
+@lru_cache(maxsize=256)
+def _compiled(cue: str) -> re.Pattern[str]:
+    return re.compile(cue, re.IGNORECASE | re.MULTILINE)
 
 
 def _flags(pattern: str) -> re.Pattern[str]:
@@ -86,6 +92,12 @@ def _label_rank(spec: FieldSpec, key: str) -> tuple[int, int] | None:
         if kind is not None and (best is None or (kind, index) < (best[1], best[0])):
             best = (index, kind)
     return best
+
+
+def _section_rank(index: int, kind: int) -> int:
+    """A header that is exactly a label beats one that only starts or ends with a better one
+    ("IMPRESSION:" over "Assessment for vestibular function follows:")."""
+    return kind * 100 + index
 
 
 def _section_value(spec: FieldSpec, section: Section, pick: Callable[[str], str] | None) -> str:
@@ -131,7 +143,7 @@ def labelled(
                     value,
                     text[header.line.start : end].strip(),
                     header.line.page,
-                    index * 4 + kind,
+                    _section_rank(index, kind),
                     header.line.start,
                 )
             )
@@ -154,7 +166,7 @@ def labelled(
                         value = _cut(value[a:b], spec.max_chars)
                     if value and (accept is None or accept(value)):
                         hits.append(
-                            Hit(value, line.text.strip(), line.page, 100 + index, line.start)
+                            Hit(value, line.text.strip(), line.page, 1000 + index, line.start)
                         )
                     break
                 if level == 1 and not clean(tail) and _label_alone(line.text, match):
@@ -174,23 +186,10 @@ def labelled(
                                     value,
                                     text[line.start : value_line.end].strip(),
                                     line.page,
-                                    100 + index,
+                                    1000 + index,
                                     line.start,
                                 )
                             )
-                        value = _cut(_KEY_PREFIX.sub("", value_line.text, count=1), spec.max_chars)
-                        if value and (accept is None or accept(value)):
-                            text = outline.page_text(line.page)
-                            hits.append(
-                                Hit(
-                                    value,
-                                    text[line.start : value_line.end].strip(),
-                                    line.page,
-                                    100 + index,
-                                    line.start,
-                                )
-                            )
-                            break
     return hits
 
 
@@ -722,6 +721,7 @@ _FUSION = re.compile(
     r"(?<![\w-])(?P<a>[A-Z][A-Z0-9]{1,7})\s*(?:-|::|/|\u2013)\s*(?P<b>[A-Z][A-Z0-9]{1,7})"
     r"(?i:\s+(?:fusion|rearrangement|translocation))?(?![\w-])"
 )
+_PROTEIN_AFTER = re.compile(rf"^[\s,;(|]*p\.\s?\(?(?P<protein>{_PROTEIN})")
 _GENE_SUFFIX = re.compile(r"/[A-Z0-9]{1,2}|\((?:[A-Za-z0-9/-]{1,12})\)|gene")
 _PAIR_VALUE = _flags(rf"^\s*(?:{_EXON}|p\.\s?{_PROTEIN}|{_PROTEIN}|{_CDNA}|{_CNV})\s*$")
 
@@ -776,6 +776,11 @@ def variants(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
                 if _interpretive(outline, line, gene.start()):
                     continue
                 token = change.group(kind)
+                if kind == "cdna":  # "KRAS c.35G>A (p.G12D)": the protein change names it
+                    rest = text[gene.end() + change.end() : gene.end() + change.end() + 40]
+                    protein = _PROTEIN_AFTER.search(rest)
+                    if protein:
+                        kind, token = "protein", protein.group("protein")
                 if kind == "protein":
                     token = "p." + token  # the page's notation: "p.Q479*"
                 if kind in ("cnv", "exon"):  # "CDKN2A/B loss", "EGFR exon 19 deletion"
@@ -803,7 +808,7 @@ def variants(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
 # -- measurements ----------------------------------------------------------------------------------
 
 MEASUREMENT = (
-    r"(?<![\w.])\d+(?:\.\d+)?(?:\s*(?:x|\u00d7|by)\s*\d+(?:\.\d+)?)*\s*(?:mm|cm|ml|cc)"
+    r"(?<![\w.])\d+(?:\.\d+)?(?:\s*(?:x|\u00d7|by)\s*\d+(?:\.\d+)?)*(?:\s*|-)(?:mm|cm|ml|cc)"
     r"(?:\s*(?:x|\u00d7)\s*\d+(?:\.\d+)?\s*(?:mm|cm))*\b"
 )
 _MEASUREMENT = _flags(MEASUREMENT)
@@ -1000,7 +1005,8 @@ def title(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
 
 _PRESENTS = _flags(
     r"\b(?:presents?|presenting|presented|comes?|came|is\s+here|here|returns?|admitted|referred"
-    r"|seen|evaluated|coming)\b(?:\s+(?:in|to\s+(?:the\s+)?\w+(?:\s+\w+)?|today|back|again"
+    r"|seen|evaluated|coming)\b(?:\s+(?:(?:in|to|at)\s+(?:the\s+)?\w+(?:\s+\w+)?|in|today|back"
+    r"|again"
     r"|earlier\s+today|with\s+(?:his|her|their)\s+\w+))*?\s+(?:today\s+)?(?:for|with|after"
     r"|because\s+of|complaining\s+of|c/o)\s+(?:a\s+|an\s+)?(?:(?:chief\s+|main\s+)?complaints?\s+of\s+)?"
     r"(?P<v>[^.\n]{3,200})"
@@ -1013,14 +1019,17 @@ _OPENING = re.compile(
     r"\b(?:subjective|hpi|present illness|history of present|interval history|clinical data"
     r"|history and physical)\b|^(?:history|s|hx)$"
 )
+# A discharge summary without a history opens its hospital course with the presentation.
+_COURSE = re.compile(r"\bhospital course\b")
 
 
 def opening_regions(outline: Outline) -> list[tuple[int, int, str]]:
     """(page, offset, text) of a note's opening history: its subjective / HPI section, else
     the text before its first section header."""
-    for section in outline.sections:
-        if _OPENING.search(section.header.key):
-            return [(section.page, section.body_start, section.text[:3000])]
+    for pattern in (_OPENING, _COURSE):
+        for section in outline.sections:
+            if pattern.search(section.header.key):
+                return [(section.page, section.body_start, section.text[:3000])]
     if not outline.pages:
         return []
     first = outline.sections[0].header.line.start if outline.sections else 1000
@@ -1074,6 +1083,22 @@ def headers_named(outline: Outline, spec: FieldSpec) -> list[Header]:
 
 
 def presence(spec: FieldSpec, outline: Outline) -> Hit | None:
+    key = (
+        "presence",
+        spec.name,
+        spec.format,
+        spec.finder,
+        spec.cue_scope,
+        tuple(spec.labels),
+        tuple(spec.cues),
+    )
+    if key not in outline.memo:
+        outline.memo[key] = _presence(spec, outline)
+    cached: Hit | None = outline.memo[key]
+    return cached
+
+
+def _presence(spec: FieldSpec, outline: Outline) -> Hit | None:
     """Where the document shows it holds this field, independently of whether a value was
     read: one of the field's cues, or one of its labels with a value after it (a header with
     text under it, "Label: text", "Date of report: 03/14/2025"). A blank form's labels with
@@ -1084,7 +1109,7 @@ def presence(spec: FieldSpec, outline: Outline) -> Hit | None:
         else [(number, 0, text) for number, text in enumerate(outline.pages, start=1)]
     )
     for cue in spec.cues:
-        pattern = re.compile(cue, re.IGNORECASE | re.MULTILINE)
+        pattern = _compiled(cue)
         for number, start, text in regions:
             for match in pattern.finditer(text):
                 offset = start + match.start()

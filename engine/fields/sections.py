@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
+from typing import Any
 
 
 def words(text: str) -> frozenset[str]:
@@ -43,6 +44,7 @@ _SOAP = frozenset({"S", "O", "A", "P"})
 _WORD = re.compile(r"[a-z]+")
 
 
+@lru_cache(maxsize=8192)
 def norm(text: str) -> str:
     """Lower case, letters and digits only, single spaces: the form labels are compared in."""
     return " ".join(re.findall(r"[a-z0-9]+", text.lower().replace("&", " and ")))
@@ -96,9 +98,13 @@ def _header(line: Line) -> Header | None:
                 True,
             )
     match = _COLON_LINE.match(text)
-    if match and len(match.group("name").split()) <= 6:
+    if match:
         name = match.group("name").strip()
-        return Header(name, norm(name), line, line.end, False, name.upper() == name)
+        caps = name.upper() == name
+        # "Bladder:", "Left pelvic lymph nodes:" head what follows; a longer sentence ending
+        # in a colon ("Assessment for vestibular function follows:") does not.
+        if len(name.split()) <= (6 if caps else 5):
+            return Header(name, norm(name), line, line.end, False, caps)
     match = _CAPS_LINE.match(text)
     if match:
         name = match.group("name").strip()
@@ -115,6 +121,7 @@ class Outline:
     pages: list[str]
     lines: list[list[Line]] = field(init=False)
     headers: list[Header] = field(init=False)
+    memo: dict[Any, Any] = field(init=False, default_factory=dict)  # readings of this text
 
     def __post_init__(self) -> None:
         self.lines = []

@@ -352,6 +352,11 @@ def test_the_exam_date_near_its_label(text, expected):
     assert value(RADIOLOGY, "exam_date", text) == expected
 
 
+def test_a_hyphenated_measurement_is_a_measurement():
+    text = "FINDINGS: A 12-mm simple cyst is present in the right kidney."
+    assert value(RADIOLOGY, "measurements", text) == ["12-mm"]
+
+
 def test_findings_and_impression_are_whole_sections():
     text = "FINDINGS: , The lungs are clear.\nNo effusion.\nIMPRESSION:\n1.  No acute disease."
     assert value(RADIOLOGY, "findings", text) == "The lungs are clear. No effusion."
@@ -405,6 +410,24 @@ def test_the_chief_complaint_under_its_header_or_in_the_opening_history(text, ex
 )
 def test_the_visit_date(text, expected):
     assert value(NOTE, "visit_date", text) == expected
+
+
+def test_a_sentence_ending_in_a_colon_is_not_a_header_that_beats_an_exact_one():
+    text = (
+        "Assessment for peripheral vestibular function follows:\nOTOSCOPY:\nintact.\n"
+        "IMPRESSION: , Decompensated vestibular hypofunction.\nPLAN:  ,Electronystagmography."
+    )
+    assert value(NOTE, "assessment", text) == "Decompensated vestibular hypofunction."
+
+
+def test_a_discharge_summary_states_the_complaint_in_its_hospital_course():
+    text = (
+        "DIAGNOSES ON DISCHARGE:\n1.  COPD exacerbation.\nHOSPITAL COURSE:  ,The patient is a "
+        "65-year-old man who presented in the emergency room with increasing shortness of "
+        "breath.\nFOLLOWUP APPOINTMENTS:\n1.  Cardiology in a week."
+    )
+    assert value(NOTE, "chief_complaint", text) == "increasing shortness of breath"
+    assert value(NOTE, "plan", text) == "Cardiology in a week."
 
 
 def test_assessment_and_plan_sections():
