@@ -195,6 +195,19 @@ def w2_paragraphs(
     ]
 
 
+def random_w2_paragraphs(rng: Any, *, year: int) -> list[str]:
+    """A filled W-2 with a random valid SSN and EIN and random wages (withholding 12-22%)."""
+    wages = round(rng.uniform(20_000, 180_000), 2)
+    return w2_paragraphs(
+        year=year,
+        ssn=random_ssn(rng),
+        ein=random_ein(rng),
+        wages=wages,
+        withheld=round(wages * rng.uniform(0.12, 0.22), 2),
+        social_security_wages=wages,
+    )
+
+
 def form_1099_paragraphs(
     *,
     kind: str,

@@ -567,41 +567,51 @@ _MSI_ANYWHERE = _flags(
 )
 
 
-def msi(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
-    hits: list[Hit] = []
-    if level == 0:
+def _result_finder(
+    line_pattern: re.Pattern[str],
+    value_pattern: str,
+    result_token: re.Pattern[str],
+    anywhere: re.Pattern[str],
+    rank: Callable[[str], int],
+) -> Finder:
+    """A genomic result (MSI, TMB): level 0 reads "Label: value" and a short result row of its
+    own ("MSI-High", "TMB-Low"); level 1 a label line with the value below it; level 2 the
+    value's own pattern. Interpretive prose and paragraph-long lines are not results."""
+
+    def find(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
+        hits: list[Hit] = []
+        if level == 1:
+            return labelled(
+                spec, outline, 1, accept=lambda v: bool(re.match(value_pattern, v, re.IGNORECASE))
+            )
         for page_lines in outline.lines:
             for line in page_lines:
                 if len(line.text) > PROSE_LINE:
                     continue
-                for match in _MSI_LINE.finditer(line.text):
-                    if _interpretive(outline, line, match.start()):
-                        continue
-                    hits.append(
-                        Hit(clean(match.group("v")), line.text.strip(), line.page, 0, line.start)
-                    )
-                token = _MSI_ANYWHERE.search(line.text)
+                if level == 2:
+                    loose = anywhere.search(line.text)
+                    if loose and not _interpretive(outline, line, loose.start()):
+                        return [Hit(loose.group(0), line.text.strip(), line.page, 0, line.start)]
+                    continue
+                for match in line_pattern.finditer(line.text):
+                    if not _interpretive(outline, line, match.start()):
+                        value = clean(match.group("v"))
+                        hits.append(
+                            Hit(value, line.text.strip(), line.page, rank(value), line.start)
+                        )
+                token = result_token.search(line.text)
                 if (
                     token
                     and len(line.text) <= RESULT_LINE
                     and not _interpretive(outline, line, token.start())
                 ):
-                    hits.append(Hit(token.group(0), line.text.strip(), line.page, 1, line.start))
+                    hits.append(Hit(token.group(0), line.text.strip(), line.page, 3, line.start))
         return hits
-    if level == 1:
-        return labelled(
-            spec, outline, 1, accept=lambda v: bool(re.match(_MSI_VALUE, v, re.IGNORECASE))
-        )
-    for page_lines in outline.lines:
-        for line in page_lines:
-            loose = _MSI_ANYWHERE.search(line.text)
-            if (
-                loose
-                and len(line.text) <= PROSE_LINE
-                and not _interpretive(outline, line, loose.start())
-            ):
-                return [Hit(loose.group(0), line.text.strip(), line.page, 0, line.start)]
-    return hits
+
+    return find
+
+
+msi = _result_finder(_MSI_LINE, _MSI_VALUE, _MSI_ANYWHERE, _MSI_ANYWHERE, lambda value: 0)
 
 
 _TMB_UNIT = (
@@ -624,40 +634,14 @@ _TMB_CATEGORY = _flags(r"\bTMB[-\s](?:high|low|intermediate)\b")
 _TMB_ANYWHERE = _flags(rf"\b\d+(?:\.\d+)?\s*{_TMB_UNIT}|\bTMB[-\s](?:high|low|intermediate)\b")
 
 
-def tmb(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
-    hits: list[Hit] = []
-    if level == 0:
-        for page_lines in outline.lines:
-            for line in page_lines:
-                if len(line.text) > PROSE_LINE:
-                    continue
-                if len(line.text) <= RESULT_LINE and (token := _TMB_CATEGORY.search(line.text)):
-                    hits.append(Hit(token.group(0), line.text.strip(), line.page, 2, line.start))
-                for match in _TMB_LINE.finditer(line.text):
-                    if _interpretive(outline, line, match.start()):
-                        continue
-                    value = clean(match.group("v"))
-                    rank = (
-                        0
-                        if re.search(_TMB_UNIT, value, re.I)
-                        else (1 if re.search(r"\d", value) else 2)
-                    )
-                    hits.append(Hit(value, line.text.strip(), line.page, rank, line.start))
-        return hits
-    if level == 1:
-        return labelled(
-            spec, outline, 1, accept=lambda v: bool(re.match(_TMB_VALUE, v, re.IGNORECASE))
-        )
-    for page_lines in outline.lines:
-        for line in page_lines:
-            loose = _TMB_ANYWHERE.search(line.text)
-            if (
-                loose
-                and len(line.text) <= PROSE_LINE
-                and not _interpretive(outline, line, loose.start())
-            ):
-                return [Hit(loose.group(0), line.text.strip(), line.page, 0, line.start)]
-    return hits
+def _tmb_rank(value: str) -> int:
+    """A burden with its unit beats a bare number, which beats a category."""
+    if re.search(_TMB_UNIT, value, re.IGNORECASE):
+        return 0
+    return 1 if re.search(r"\d", value) else 2
+
+
+tmb = _result_finder(_TMB_LINE, _TMB_VALUE, _TMB_CATEGORY, _TMB_ANYWHERE, _tmb_rank)
 
 
 GENES = frozenset(

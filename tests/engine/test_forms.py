@@ -7,7 +7,13 @@ import random
 
 import pytest
 
-from benchmarks.pdfgen import form_1099_paragraphs, random_ein, random_ssn, w2_paragraphs
+from benchmarks.pdfgen import (
+    form_1099_paragraphs,
+    random_ein,
+    random_ssn,
+    random_w2_paragraphs,
+    w2_paragraphs,
+)
 from engine.fields.evaluator import BLANK_FORM
 from engine.fields.forms import (
     ALL_TEMPLATES,
@@ -30,17 +36,7 @@ def page(paragraphs):
 
 
 def filled_w2(rng, year=2024):
-    wages = round(rng.uniform(20_000, 180_000), 2)
-    return page(
-        w2_paragraphs(
-            year=year,
-            ssn=random_ssn(rng),
-            ein=random_ein(rng),
-            wages=wages,
-            withheld=round(wages * 0.12, 2),
-            social_security_wages=wages,
-        )
-    )
+    return page(random_w2_paragraphs(rng, year=year))
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -15,6 +15,7 @@ from benchmarks.pdfgen import (
     form_1099_paragraphs,
     random_ein,
     random_ssn,
+    random_w2_paragraphs,
     text_pdf,
     w2_paragraphs,
 )
@@ -33,19 +34,7 @@ def tax_pack(settings):
 
 
 def w2_pdf(rng, year):
-    wages = round(rng.uniform(30_000, 150_000), 2)
-    return text_pdf(
-        [
-            w2_paragraphs(
-                year=year,
-                ssn=random_ssn(rng),
-                ein=random_ein(rng),
-                wages=wages,
-                withheld=round(wages * 0.15, 2),
-                social_security_wages=wages,
-            )
-        ]
-    )
+    return text_pdf([random_w2_paragraphs(rng, year=year)])
 
 
 def upload(client, name, pdf, **fields):
