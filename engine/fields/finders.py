@@ -418,7 +418,7 @@ def _marker_value(tail: str) -> str:
     end = re.search(r"(?<=[a-z%)\]])\.(?:\s|$)|;|\n", tail)
     if end:
         tail = tail[: end.start()]
-    return clean(tail[:90])
+    return re.sub(r"(?:\s+(?:and|or|with))+$", "", clean(tail[:90]), flags=re.IGNORECASE)
 
 
 def _marker_hits(outline: Outline, name: str, value: str, level: int, spec: FieldSpec) -> list[Hit]:

@@ -197,6 +197,11 @@ def test_margins(text, expected):
             "strongly positive",
         ),
         ("ER positive, PR negative, HER2 negative.", "positive", "negative"),
+        (
+            "CELLS ARE ER POSITIVE (95%),\nPR POSITIVE (60%) AND HER2/NEU NEGATIVE (SCORE 1+).",
+            "POSITIVE (95%)",
+            "POSITIVE (60%)",
+        ),
     ],
 )
 def test_hormone_receptors(text, er, pr):
