@@ -15,11 +15,12 @@ COPY config ./config
 COPY documents ./documents
 COPY reliability ./reliability
 COPY review ./review
+COPY integrations ./integrations
 COPY templates ./templates
 COPY static ./static
 COPY demo ./demo
 # Editable: settings find templates/ and static/ beside the code in /app.
-RUN pip install --no-cache-dir -e . && python manage.py collectstatic --noinput -v 0
+RUN pip install --no-cache-dir -e ".[datasets]" && python manage.py collectstatic --noinput -v 0
 
 USER vetted
 EXPOSE 8000

@@ -37,9 +37,11 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "django_rq",
+    "mozilla_django_oidc",
     "documents",
     "reliability",
     "review",
+    "integrations",
 ]
 
 MIDDLEWARE = [
@@ -93,6 +95,43 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "documents:list"
 LOGOUT_REDIRECT_URL = "login"
 
+# Single sign-on (OpenID Connect, mozilla-django-oidc): on when OIDC_RP_CLIENT_ID is set.
+# Endpoints left empty are read from the issuer's discovery document on first use.
+OIDC_RP_CLIENT_ID = env_str("OIDC_RP_CLIENT_ID")
+OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID)
+OIDC_RP_CLIENT_SECRET = env_str("OIDC_RP_CLIENT_SECRET")
+OIDC_OP_ISSUER = env_str("OIDC_OP_ISSUER").rstrip("/")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("OIDC_OP_AUTHORIZATION_ENDPOINT")
+OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_OP_TOKEN_ENDPOINT")
+OIDC_OP_USER_ENDPOINT = env_str("OIDC_OP_USER_ENDPOINT")
+OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_OP_JWKS_ENDPOINT")
+OIDC_RP_SIGN_ALGO = env_str("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("OIDC_RP_SCOPES", "openid email profile")
+OIDC_USE_PKCE = env_bool("OIDC_USE_PKCE", True)
+OIDC_VERIFY_SSL = env_bool("OIDC_VERIFY_SSL", True)
+OIDC_TIMEOUT = env_float("OIDC_TIMEOUT_SECONDS", 10.0)
+# Which claim holds the user's groups (a dotted path reaches nested claims, e.g.
+# realm_access.roles), and which of those groups make a Reviewer or an Admin.
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+OIDC_REVIEWERS_GROUPS = env_list("OIDC_REVIEWERS_GROUPS", ["Reviewers"])
+OIDC_ADMINS_GROUPS = env_list("OIDC_ADMINS_GROUPS", ["Admins"])
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
+LOGIN_REDIRECT_URL_FAILURE = "login"
+# Local (password) accounts; 0 leaves single sign-on as the only way in.
+LOCAL_LOGIN = env_bool("LOCAL_LOGIN", True)
+if not LOCAL_LOGIN and not OIDC_ENABLED:
+    raise ImproperlyConfigured("LOCAL_LOGIN=0 needs single sign-on: set OIDC_RP_CLIENT_ID.")
+if OIDC_ENABLED and not (OIDC_OP_ISSUER or OIDC_OP_AUTHORIZATION_ENDPOINT):
+    raise ImproperlyConfigured(
+        "OIDC_RP_CLIENT_ID is set: set OIDC_OP_ISSUER (or the OIDC_OP_*_ENDPOINT variables)."
+    )
+# The SSO backend also answers permission checks; without local login, passwords never work.
+AUTHENTICATION_BACKENDS = [
+    *(["integrations.sso.VettedOIDCBackend"] if OIDC_ENABLED else []),
+    *(["django.contrib.auth.backends.ModelBackend"] if LOCAL_LOGIN else []),
+]
+
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
@@ -103,6 +142,9 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT") or BASE_DIR / "staticfiles")
 # Serve straight from static/ when collectstatic has not run (development, tests).
 WHITENOISE_USE_FINDERS = True
+
+# Where this Vetted is reached; exported links (FHIR attachment URLs) start with it.
+SITE_URL = env_str("SITE_URL", "http://localhost:8000").rstrip("/")
 
 MEDIA_URL = "media/"  # never served publicly: documents are patient data
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or BASE_DIR / "var" / "media")
@@ -178,6 +220,12 @@ LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 4, minimum=1)
 # A run claimed this long ago and still "running" lost its worker: it is retried or failed.
 RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 15 * 60, minimum=30)
 RUN_MAX_JOB_TRIES = env_int("RUN_MAX_JOB_TRIES", 3, minimum=1)
+
+# Webhooks: deliveries are jobs, retried with exponential backoff (capped), then failed.
+WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 10.0)
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 10, minimum=1)
+WEBHOOK_BACKOFF_SECONDS = env_float("WEBHOOK_BACKOFF_SECONDS", 30.0)
+WEBHOOK_MAX_BACKOFF_SECONDS = env_float("WEBHOOK_MAX_BACKOFF_SECONDS", 3600.0)
 
 # Clinician review.
 REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 15, minimum=1)

@@ -7,6 +7,7 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from integrations.sso import VettedLoginView, admin_login
 from reliability.api import urls as api_urls
 
 
@@ -20,7 +21,10 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="documents:list", permanent=False)),
+    path("accounts/login/", login_not_required(VettedLoginView.as_view()), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("oidc/", include("integrations.urls")),
+    path("admin/login/", login_not_required(admin_login)),
     path("admin/", admin.site.urls),
     path("documents/", include("documents.urls")),
     path("runs/", include("reliability.urls")),

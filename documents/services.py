@@ -21,6 +21,8 @@ from documents.models import Document, Page
 from documents.ocr import make_tesseract_engine
 from documents.pages import OCR, PageContent, extract_file
 from documents.validation import UploadRefused, inspect_upload
+from integrations.models import Event
+from integrations.services import event_emit
 
 logger = logging.getLogger(__name__)
 
@@ -173,6 +175,14 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
                 "ingest_seconds",
                 "updated_at",
             ]
+        )
+        event_emit(
+            kind=Event.DOCUMENT_READY,
+            data={
+                "document_id": str(document.pk),
+                "page_count": document.page_count,
+                "quality": document.quality,
+            },
         )
     logger.info(
         "document ingested id=%s pages=%s ocr_pages=%s seconds=%s",

@@ -11,4 +11,5 @@ urlpatterns = [
     path("upload/", views.document_upload, name="upload"),
     path("<uuid:document_id>/", views.document_detail, name="detail"),
     path("<uuid:document_id>/retry/", views.document_retry_view, name="retry"),
+    path("<uuid:document_id>/file/", views.document_file, name="file"),
 ]

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpResponse
+from django.http import FileResponse, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -122,3 +122,16 @@ def document_retry_view(request: HtmxHttpRequest, document_id: str) -> HttpRespo
     else:
         messages.error(request, "This document is not waiting for a retry.")
     return redirect("documents:detail", document_id=document.pk)
+
+
+@login_required
+def document_file(request: HtmxHttpRequest, document_id: str) -> FileResponse:
+    """The original file, shown inline. Exports (FHIR attachments) link here instead of
+    carrying the bytes, so reading a document always needs a login and a role."""
+    require_permission(request, "documents.view_document")
+    document = get_object_or_404(Document, pk=document_id)
+    return FileResponse(
+        document.file.open("rb"),
+        content_type=document.mime_type,
+        filename=document.original_filename,
+    )

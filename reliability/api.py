@@ -8,7 +8,8 @@ pydantic models below and from ``ProcessingOptions``.
 from __future__ import annotations
 
 import json
-from typing import Any
+from datetime import date
+from typing import Any, Literal
 from uuid import UUID
 
 from django.conf import settings
@@ -25,12 +26,24 @@ from documents.services import document_create
 from documents.validation import UploadRefused, check_size
 from engine import llm
 from engine.pipeline import PRESETS
+from engine.schemas import DOC_TYPES
 from reliability.evaluations import MAX_DOCUMENTS, EvaluateRequest, documents_evaluate
 from reliability.fields import ProcessingOptions
 from reliability.models import Extraction, Run
 from reliability.services import api_token_authenticate
-from review.models import ReviewPacket
-from review.selectors import current_ground_truth
+from review.exports import (
+    CONTENT_TYPES,
+    FILENAMES,
+    FORMATS,
+    ExportFilter,
+    ExportUnavailable,
+    export_bytes,
+)
+from review.models import AuditEvent, GroundTruth, ReviewPacket
+from review.selectors import current_ground_truth, ground_truth_selection
+from review.services import audit_record
+
+DOCUMENT_TYPES = [t.value for t in DOC_TYPES]
 
 # -- schemas ------------------------------------------------------------------------------------
 
@@ -409,6 +422,103 @@ def result(request: HttpRequest, document_id: UUID, history: bool = False) -> di
             (document.ingest_seconds or 0.0) + (run.duration_seconds or 0.0), 3
         ),
     }
+
+
+# -- ground truth exports ------------------------------------------------------------------------
+
+EXPORT_PERMISSION = "review.export_ground_truth"
+ExportFormat = Literal["jsonl", "csv", "fhir", "parquet", "hf"]
+assert set(ExportFormat.__args__) == set(FORMATS)  # type: ignore[attr-defined]
+FILE_RESPONSE = {
+    "description": "The export file (a zip of the dataset folder for hf).",
+    "content": {
+        CONTENT_TYPES[f]: {"schema": {"type": "string", "format": "binary"}} for f in FORMATS
+    },
+}
+
+
+def _export(
+    request: HttpRequest, records: Any, *, fmt: str, export_filter: ExportFilter
+) -> HttpResponse:
+    try:
+        body = export_bytes(
+            records, fmt=fmt, export_filter=export_filter, site_url=settings.SITE_URL
+        )
+    except ExportUnavailable as refused:
+        raise ApiRefusal(refused.status, refused.message, code=refused.code) from None
+    audit_record(
+        user=request.user,
+        action=AuditEvent.Action.EXPORTED,
+        obj=request.user,
+        detail={"via": "api", "format": fmt, **export_filter.as_dict()},
+    )
+    response = HttpResponse(body, content_type=CONTENT_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{FILENAMES[fmt]}"'
+    return response
+
+
+@api.get(
+    "/ground-truth/",
+    url_name="ground_truth",
+    summary="Export ground truth: jsonl, csv, fhir (R4 Bundle), parquet or hf (zip)",
+    description="A token holding the Admins role's export permission sees every record; "
+    "any other token sees the records of the documents it submitted.",
+    response={200: None, 400: Error, 401: Error, 501: Error},
+    openapi_extra={"responses": {"200": FILE_RESPONSE}},
+)
+def ground_truth_export(
+    request: HttpRequest,
+    format: ExportFormat = "fhir",
+    type: str = "",
+    source: str = "",
+    start: date | None = None,
+    end: date | None = None,
+    all_versions: bool = False,
+) -> HttpResponse:
+    if type and type not in DOCUMENT_TYPES:
+        raise ApiRefusal(400, f"Unknown type {type!r}; use one of {', '.join(DOCUMENT_TYPES)}.")
+    if source and source not in GroundTruth.Source.values:
+        raise ApiRefusal(
+            400, f"Unknown source {source!r}; use one of {', '.join(GroundTruth.Source.values)}."
+        )
+    export_filter = ExportFilter(
+        start=start, end=end, source=source, doc_type=type, all_versions=all_versions
+    )
+    records = export_filter.selection()
+    if not request.user.has_perm(EXPORT_PERMISSION):
+        records = records.filter(document__uploaded_by_id=request.user.pk)
+    return _export(request, records, fmt=format, export_filter=export_filter)
+
+
+@api.get(
+    "/documents/{uuid:document_id}/fhir/",
+    url_name="document_fhir",
+    summary="The document's ground truth as a FHIR R4 Bundle",
+    response={200: None, 401: Error, 404: Error, 409: Error},
+    openapi_extra={
+        "responses": {
+            "200": {
+                "description": "A Bundle of type collection.",
+                "content": {"application/fhir+json": {"schema": {"type": "object"}}},
+            }
+        }
+    },
+)
+def document_fhir(
+    request: HttpRequest, document_id: UUID, all_versions: bool = False
+) -> HttpResponse:
+    if request.user.has_perm(EXPORT_PERMISSION):
+        document = Document.objects.filter(pk=document_id).first()
+        if document is None:
+            raise ApiRefusal(404, "No such document for this token.")
+    else:
+        document = _own_document(request, document_id)
+    records = ground_truth_selection(all_versions=all_versions).filter(document=document)
+    if not records.exists():
+        state = _status(document)[0]
+        raise ApiRefusal(409, f"No ground truth yet: the document is {state}.", state=state)
+    export_filter = ExportFilter(all_versions=all_versions)
+    return _export(request, records, fmt="fhir", export_filter=export_filter)
 
 
 LLM_NOT_CONFIGURED = (

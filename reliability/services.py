@@ -35,6 +35,8 @@ from engine.schemas import (
     number_issues,
 )
 from engine.schemas import Issue as EngineIssue
+from integrations.models import Event
+from integrations.services import event_emit
 from reliability.fields import fields_extract, fields_save, form_issues
 from reliability.models import ApiToken, Attempt, Issue, Run
 from review import services as review_services
@@ -265,17 +267,31 @@ def run_execute(*, run_id: int, client: LLMClient | None = None) -> Run | None:
         run.finished_at = timezone.now()
         run.duration_seconds = round(time.perf_counter() - started, 4)
         run.save()
+        outcome_ids: dict[str, Any] = {}
         if decision == Decision.AUTO_ACCEPT:
-            review_services.ground_truth_record(
+            truth = review_services.ground_truth_record(
                 document=document,
                 run=run,
                 output=best.output,
                 source=GroundTruth.Source.AUTO_ACCEPTED,
             )
+            outcome_ids["ground_truth_id"] = truth.pk
         else:
-            review_services.packet_create(
+            packet = review_services.packet_create(
                 run=run, outcome=outcome, comparison=comparison, extra_issues=extra_issues
             )
+            outcome_ids["packet_id"] = packet.pk
+        event_emit(
+            kind=Event.RUN_DECIDED,
+            data={
+                "run_id": run.pk,
+                "document_id": str(document.pk),
+                "decision": decision.value,
+                "dominant_type": best.output.dominant_type_overall.value,
+                "attempts": len(outcome.attempts),
+                **outcome_ids,
+            },
+        )
     logger.info(
         "run %s completed: %s (%s), %s attempt(s)",
         run_id,

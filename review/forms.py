@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 
 from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput, DocType
+from review.exports import FORMATS
 from review.models import GroundTruth
 from review.services import Correction
 
@@ -157,5 +158,5 @@ class ExportForm(forms.Form):
         required=False, choices=[("", "Any source"), *GroundTruth.Source.choices]
     )
     type = forms.ChoiceField(required=False, choices=[("", "Any type"), *TYPE_CHOICES])
-    format = forms.ChoiceField(choices=[("jsonl", "JSON Lines"), ("csv", "CSV")])
+    format = forms.ChoiceField(choices=list(FORMATS.items()))
     all_versions = forms.BooleanField(required=False, label="Include superseded versions")

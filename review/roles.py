@@ -9,6 +9,14 @@ REVIEWERS = "Reviewers"
 ADMINS = "Admins"
 # (app label, codename) pairs. Documents are patient data: reading them needs a role.
 DOCUMENT_PERMISSIONS = [("documents", "view_document"), ("documents", "add_document")]
+# Admins register webhook endpoints in Django admin and read the delivery log.
+WEBHOOK_PERMISSIONS = [
+    ("integrations", "view_webhookendpoint"),
+    ("integrations", "add_webhookendpoint"),
+    ("integrations", "change_webhookendpoint"),
+    ("integrations", "delete_webhookendpoint"),
+    ("integrations", "view_webhookdelivery"),
+]
 ROLE_PERMISSIONS: dict[str, list[tuple[str, str]]] = {
     REVIEWERS: [("review", "review_packets"), *DOCUMENT_PERMISSIONS],
     ADMINS: [
@@ -16,6 +24,7 @@ ROLE_PERMISSIONS: dict[str, list[tuple[str, str]]] = {
         ("review", "export_ground_truth"),
         ("review", "view_metrics"),
         *DOCUMENT_PERMISSIONS,
+        *WEBHOOK_PERMISSIONS,
     ],
 }
 

@@ -243,7 +243,7 @@ def ground_truth_selection(
     doc_type: str = "",
     all_versions: bool = False,
 ) -> QuerySet[GroundTruth]:
-    records = GroundTruth.objects.select_related("document", "reviewer", "run")
+    records = GroundTruth.objects.select_related("document", "reviewer", "run", "superseded_by")
     if not all_versions:
         records = records.filter(superseded_by__isnull=True)  # the current version only
     if start:

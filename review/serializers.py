@@ -6,10 +6,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterable
 from datetime import UTC
 from typing import Any
-
-from django.db.models import QuerySet
 
 from review.models import GroundTruth, ReviewPacket
 
@@ -84,7 +83,7 @@ def ground_truth_as_dict(truth: GroundTruth) -> dict[str, Any]:
     }
 
 
-def export_ground_truth(records: QuerySet[GroundTruth], *, fmt: str) -> bytes:
+def export_ground_truth(records: Iterable[GroundTruth], *, fmt: str) -> bytes:
     """JSONL or CSV, byte-identical for the same records (stable order, sorted keys)."""
     rows = [ground_truth_as_dict(t) for t in records]
     if fmt == "jsonl":

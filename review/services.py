@@ -31,6 +31,8 @@ from engine.schemas import (
     sort_issues,
 )
 from engine.schemas import Issue as EngineIssue
+from integrations.models import Event
+from integrations.services import event_emit
 from reliability.models import Run
 from review.models import AuditEvent, GroundTruth, Review, ReviewPacket
 from review.selectors import (
@@ -122,7 +124,7 @@ def ground_truth_record(
         .order_by("-version")
         .first()
     )
-    return GroundTruth.objects.create(
+    truth = GroundTruth.objects.create(
         document=document,
         source=source,
         dominant_type=output.dominant_type_overall.value,
@@ -135,6 +137,18 @@ def ground_truth_record(
         version=(latest.version + 1) if latest else 1,
         supersedes=latest,
     )
+    event_emit(
+        kind=Event.GROUND_TRUTH_CHANGED,
+        data={
+            "ground_truth_id": truth.pk,
+            "document_id": str(document.pk),
+            "version": truth.version,
+            "source": truth.source,
+            "dominant_type": truth.dominant_type,
+            "supersedes_id": latest.pk if latest else None,
+        },
+    )
+    return truth
 
 
 def packet_open(*, packet: ReviewPacket, user: Any) -> bool:
@@ -277,6 +291,18 @@ def review_submit(
         packet.locked_by = None
         packet.lock_expires_at = None
         packet.save(update_fields=["status", "locked_by", "lock_expires_at", "updated_at"])
+        event_emit(
+            kind=Event.PACKET_DECIDED,
+            data={
+                "packet_id": packet.pk,
+                "review_id": review.pk,
+                "run_id": packet.run_id,
+                "document_id": str(packet.document_id),
+                "outcome": outcome.value,
+                "dominant_type": output.dominant_type_overall.value,
+                "ground_truth_id": truth.pk,
+            },
+        )
         audit_record(
             user=reviewer,
             action=AuditEvent.Action.DECIDED,

@@ -19,9 +19,15 @@ from documents.services import page_image_path
 from engine.schemas import DISPLAY_NAMES, ClassificationOutput, Severity
 from reliability.selectors import loop_monitoring
 from review import selectors, services
+from review.exports import (
+    CONTENT_TYPES,
+    FILENAMES,
+    ExportFilter,
+    ExportUnavailable,
+    export_bytes,
+)
 from review.forms import TYPE_CHOICES, CorrectionForm, ExportForm, ValidateForm
 from review.models import AuditEvent, GroundTruth, ReviewPacket
-from review.serializers import export_ground_truth
 
 SEVERITY_CHOICES = [(s.value, s.value.title()) for s in Severity]
 
@@ -244,24 +250,33 @@ def export(request: HtmxHttpRequest) -> HttpResponse:
             status=400 if request.GET else 200,
         )
     data = form.cleaned_data
-    records = selectors.ground_truth_selection(
+    fmt = data["format"]
+    export_filter = ExportFilter(
         start=data["start"],
         end=data["end"],
         source=data["source"],
         doc_type=data["type"],
         all_versions=data["all_versions"],
     )
-    body = export_ground_truth(records, fmt=data["format"])
+    try:
+        body = export_bytes(
+            export_filter.selection(),
+            fmt=fmt,
+            export_filter=export_filter,
+            site_url=settings.SITE_URL,
+        )
+    except ExportUnavailable as refused:
+        count = GroundTruth.objects.filter(superseded_by__isnull=True).count()
+        context = {"form": form, "count": count, "error": refused.message}
+        return render(request, "review/export.html", context, status=refused.status)
     services.audit_record(
         user=request.user,
         action=AuditEvent.Action.EXPORTED,
         obj=request.user,
         detail={k: str(v) for k, v in data.items()},
     )
-    response = HttpResponse(
-        body, content_type="application/x-ndjson" if data["format"] == "jsonl" else "text/csv"
-    )
-    response["Content-Disposition"] = f'attachment; filename="ground-truth.{data["format"]}"'
+    response = HttpResponse(body, content_type=CONTENT_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{FILENAMES[fmt]}"'
     return response
 
 

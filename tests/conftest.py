@@ -141,13 +141,16 @@ def worker_env(redis_url: str) -> dict[str, str]:
     return env
 
 
-def run_burst_worker(redis_url: str) -> subprocess.CompletedProcess[str]:
-    """A real RQ worker in its own process that drains the queue and exits."""
+def run_burst_worker(
+    redis_url: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A real RQ worker in its own process that drains the queue and exits. Extra arguments
+    go to rqworker (``--with-scheduler`` also enqueues scheduled jobs that are due)."""
     assert connection.vendor == "postgresql", "worker tests need the PostgreSQL test database"
     return subprocess.run(
-        [sys.executable, "manage.py", "rqworker", "--burst", "default"],
+        [sys.executable, "manage.py", "rqworker", "--burst", *args, "default"],
         cwd=ROOT,
-        env=worker_env(redis_url),
+        env={**worker_env(redis_url), **(env or {})},
         capture_output=True,
         text=True,
         timeout=120,

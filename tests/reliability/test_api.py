@@ -183,8 +183,12 @@ def test_the_openapi_schema_is_served_and_describes_every_path(live_server):
         "/api/v1/documents/",
         "/api/v1/documents/{document_id}/",
         "/api/v1/documents/{document_id}/result/",
+        "/api/v1/documents/{document_id}/fhir/",
         "/api/v1/evaluate/",
+        "/api/v1/ground-truth/",
     }
+    export = schema["paths"]["/api/v1/ground-truth/"]["get"]
+    assert "application/fhir+json" in export["responses"]["200"]["content"]
     assert schema["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
 
 

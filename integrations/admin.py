@@ -1,0 +1,110 @@
+"""Admins register webhook endpoints here and read the delivery log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from integrations import services
+from integrations.models import SUBSCRIBABLE, SsoIdentity, WebhookDelivery, WebhookEndpoint
+
+
+class WebhookEndpointForm(forms.ModelForm):
+    url = forms.URLField(max_length=500, assume_scheme="https", label="URL")
+    events = forms.MultipleChoiceField(
+        choices=SUBSCRIBABLE,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Payloads carry ids and types, never document text or filenames.",
+    )
+
+    class Meta:
+        model = WebhookEndpoint
+        fields = ["name", "url", "secret", "events", "active"]
+
+    def clean_url(self) -> str:
+        url: str = self.cleaned_data["url"]
+        if not url.lower().startswith(("https://", "http://")):
+            raise forms.ValidationError("Use an http:// or https:// address.")
+        return url
+
+
+class DeliveryInline(admin.TabularInline):
+    model = WebhookDelivery
+    fields = ("created_at", "event", "status", "attempts", "response_code", "last_error")
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = False
+    show_change_link = True
+    ordering = ["-created_at"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[WebhookDelivery]:
+        return super().get_queryset(request).order_by("-created_at")
+
+
+@admin.register(WebhookEndpoint)
+class WebhookEndpointAdmin(admin.ModelAdmin):
+    form = WebhookEndpointForm
+    list_display = ("name", "url", "event_list", "active", "updated_at")
+    list_filter = ("active",)
+    search_fields = ("name", "url")
+    actions = ["send_test_event"]
+    inlines = [DeliveryInline]
+
+    @admin.display(description="Events")
+    def event_list(self, obj: WebhookEndpoint) -> str:
+        return ", ".join(obj.events)
+
+    @admin.action(description="Send a test event (ping)")
+    def send_test_event(self, request: HttpRequest, queryset: QuerySet[WebhookEndpoint]) -> None:
+        for endpoint in queryset:
+            services.endpoint_ping(endpoint=endpoint)
+        messages.info(request, f"Test event queued for {queryset.count()} endpoint(s).")
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):
+    """The delivery log: read-only, with "Send again" for failed or waiting deliveries."""
+
+    list_display = (
+        "created_at",
+        "endpoint",
+        "event",
+        "status",
+        "attempts",
+        "response_code",
+        "last_error",
+        "next_attempt_at",
+    )
+    list_filter = ("status", "event", "endpoint")
+    list_select_related = ("endpoint",)
+    search_fields = ("=id", "=event_id")
+    date_hierarchy = "created_at"
+    actions = ["send_again"]
+    readonly_fields = [f.name for f in WebhookDelivery._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.action(description="Send again now", permissions=["view"])
+    def send_again(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
+        sent = sum(services.delivery_retry_now(delivery=d) for d in queryset)
+        messages.info(request, f"{sent} delivery(ies) queued again.")
+
+
+@admin.register(SsoIdentity)
+class SsoIdentityAdmin(admin.ModelAdmin):
+    list_display = ("user", "subject", "issuer", "last_login_at")
+    search_fields = ("user__username", "subject")
+    list_select_related = ("user",)
+    readonly_fields = ("user", "issuer", "subject", "last_login_at")
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

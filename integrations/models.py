@@ -1,0 +1,118 @@
+"""Webhook endpoints and their deliveries; the identity-provider subject of SSO users."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Event(models.TextChoices):
+    DOCUMENT_READY = "document.ready", "Document ready (ingested)"
+    RUN_DECIDED = "run.decided", "Run decided (accepted or escalated)"
+    PACKET_DECIDED = "packet.decided", "Packet decided by a clinician"
+    GROUND_TRUTH_CHANGED = "ground_truth.changed", "Ground truth changed (new version)"
+    PING = "ping", "Test event sent from the admin"
+
+
+SUBSCRIBABLE = [(value, label) for value, label in Event.choices if value != Event.PING]
+
+
+def new_secret() -> str:
+    return f"whsec_{secrets.token_urlsafe(32)}"
+
+
+class WebhookEndpoint(models.Model):
+    """A receiver registered by an admin: where to POST, the shared secret that signs each
+    delivery, and the events it wants."""
+
+    name = models.CharField(max_length=100)
+    url = models.URLField(max_length=500, help_text="http(s) URL that receives the POSTs.")
+    secret = models.CharField(
+        max_length=128,
+        default=new_secret,
+        help_text="Shared secret for the HMAC-SHA256 signature. Give it to the receiver; "
+        "change it here to rotate it.",
+    )
+    events = models.JSONField(default=list, help_text="Event types this endpoint receives.")
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def wants(self, kind: str) -> bool:
+        return self.active and (kind == Event.PING or kind in self.events)
+
+
+class WebhookDelivery(models.Model):
+    """One event for one endpoint. The body is fixed when the event happens, so every retry
+    sends the same bytes; only the timestamp and signature are renewed."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        SENDING = "sending", "Sending"
+        RETRYING = "retrying", "Waiting to retry"
+        SUCCEEDED = "succeeded", "Delivered"
+        FAILED = "failed", "Failed (gave up)"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    endpoint = models.ForeignKey(
+        WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    event_id = models.UUIDField(db_index=True)  # shared by the deliveries of one event
+    event = models.CharField(max_length=32, choices=Event.choices)
+    body = models.TextField()  # the JSON sent: ids and types only, never document text
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    response_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "webhook deliveries"
+        indexes = [models.Index(fields=["status", "next_attempt_at"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(
+                    status__in=["pending", "sending", "retrying", "succeeded", "failed"]
+                ),
+                name="webhook_delivery_status_valid",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} to {self.endpoint_id} ({self.status})"
+
+
+class SsoIdentity(models.Model):
+    """The identity provider's stable subject for a user: email addresses change, `sub`
+    does not."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identity"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    last_login_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "SSO identity"
+        verbose_name_plural = "SSO identities"
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} @ {self.issuer}"

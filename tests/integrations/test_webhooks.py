@@ -1,0 +1,305 @@
+"""Webhooks: events from real workflows reach a local receiver, signed, retried with backoff,
+logged; through inline jobs and through Redis with real RQ worker processes."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from benchmarks.pdfgen import text_pdf
+from documents.services import document_create
+from integrations import services, signing
+from integrations.models import Event, WebhookDelivery, WebhookEndpoint
+from review.services import review_submit
+from tests.conftest import run_burst_worker
+from tests.integrations.receiver import Receiver
+from tests.review.conftest import make_packet
+
+REPORT = [
+    [
+        "SURGICAL PATHOLOGY REPORT",
+        "FINAL DIAGNOSIS",
+        "Left breast, core biopsy: invasive ductal carcinoma, Nottingham grade 2.",
+        "Estrogen receptor (ER): positive, 95%.",
+    ]
+]
+FILENAME = "Jane_Roe_1961-02-03_pathology.pdf"  # filenames may name the patient
+
+
+def endpoint_for(receiver: Receiver, *events: str, secret: str = "whsec_test") -> WebhookEndpoint:
+    return WebhookEndpoint.objects.create(
+        name="LIS", url=receiver.url, secret=secret, events=list(events)
+    )
+
+
+def bodies(receiver: Receiver) -> list[dict]:
+    return [json.loads(r.body) for r in receiver.received]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_workflow_sends_each_event_signed_with_ids_and_never_text_or_filename():
+    with Receiver() as receiver:
+        endpoint = endpoint_for(receiver, *[e for e in Event.values if e != Event.PING])
+        document = document_create(filename=FILENAME, content=text_pdf(REPORT), user=None)
+
+    received = bodies(receiver)
+    kinds = [b["type"] for b in received]
+    assert kinds[0] == "document.ready" and "run.decided" in kinds
+    ready = received[0]["data"]
+    assert ready == {"document_id": str(document.pk), "page_count": 1, "quality": "ok"}
+    decided = received[kinds.index("run.decided")]["data"]
+    assert decided["document_id"] == str(document.pk)
+    assert decided["decision"] in {"AUTO_ACCEPT", "ESCALATE_TO_SME"}
+    assert decided["dominant_type"] == "pathology"
+    for request in receiver.received:
+        text = request.body.decode()
+        assert "Jane" not in text and "carcinoma" not in text and "Nottingham" not in text
+        assert request.headers[signing.EVENT_HEADER] == json.loads(text)["type"]
+        assert signing.verify(
+            secret=endpoint.secret,
+            body=request.body,
+            timestamp=request.headers[signing.TIMESTAMP_HEADER],
+            signature=request.headers[signing.SIGNATURE_HEADER],
+        )
+    log = WebhookDelivery.objects.filter(endpoint=endpoint)
+    assert log.count() == len(received)
+    assert set(log.values_list("status", "attempts", "response_code", "last_error")) == {
+        ("succeeded", 1, 200, "")
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_clinicians_decision_emits_packet_decided_and_ground_truth_changed(reviewer):
+    packet = make_packet()
+    with Receiver() as receiver:
+        endpoint_for(receiver, Event.PACKET_DECIDED, Event.GROUND_TRUTH_CHANGED)
+        review = review_submit(packet_id=packet.pk, reviewer=reviewer, correction=None, notes="")
+
+    by_kind = {b["type"]: b["data"] for b in bodies(receiver)}
+    assert set(by_kind) == {"packet.decided", "ground_truth.changed"}
+    assert by_kind["packet.decided"] == {
+        "packet_id": packet.pk,
+        "review_id": review.pk,
+        "run_id": packet.run_id,
+        "document_id": str(packet.document_id),
+        "outcome": "validated",
+        "dominant_type": "pathology",
+        "ground_truth_id": review.ground_truth_id,
+    }
+    assert by_kind["ground_truth.changed"] == {
+        "ground_truth_id": review.ground_truth_id,
+        "document_id": str(packet.document_id),
+        "version": 1,
+        "source": "SME_VALIDATED",
+        "dominant_type": "pathology",
+        "supersedes_id": None,
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_endpoint_receives_only_the_events_it_subscribed_to_and_nothing_when_inactive(
+    reviewer,
+):
+    packet = make_packet()
+    with Receiver() as receiver:
+        endpoint_for(receiver, Event.DOCUMENT_READY)
+        WebhookEndpoint.objects.create(
+            name="off", url=receiver.url, events=[Event.PACKET_DECIDED], active=False
+        )
+        review_submit(packet_id=packet.pk, reviewer=reviewer, correction=None, notes="")
+    assert receiver.received == []
+    assert WebhookDelivery.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rolled_back_change_sends_no_event():
+    with Receiver() as receiver:
+        endpoint_for(receiver, Event.DOCUMENT_READY)
+        with pytest.raises(RuntimeError), transaction.atomic():
+            services.event_emit(kind=Event.DOCUMENT_READY, data={"document_id": "x"})
+            raise RuntimeError("the change failed")
+    assert receiver.received == [] and WebhookDelivery.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_payload_key_outside_the_ids_and_types_is_refused():
+    WebhookEndpoint.objects.create(name="a", url="http://127.0.0.1:9/", events=["run.decided"])
+    with pytest.raises(ValueError, match="ids and types only"):
+        services.event_emit(kind=Event.RUN_DECIDED, data={"filename": FILENAME})
+    with pytest.raises(ValueError, match="plain ids"):
+        services.event_emit(kind=Event.RUN_DECIDED, data={"decision": {"text": "..."}})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failing_endpoint_is_retried_with_growing_backoff_then_given_up(settings):
+    settings.WEBHOOK_MAX_ATTEMPTS = 3
+    settings.WEBHOOK_BACKOFF_SECONDS = 30
+    with Receiver(500, 502, 503) as receiver:
+        endpoint_for(receiver, Event.DOCUMENT_READY)
+        with transaction.atomic():
+            [delivery] = services.event_emit(kind=Event.DOCUMENT_READY, data={"document_id": "d1"})
+        delivery.refresh_from_db()
+        assert (delivery.status, delivery.attempts, delivery.response_code) == ("retrying", 1, 500)
+        assert delivery.last_error.startswith("HTTP 500")
+        assert "maintenance" in delivery.last_error
+        wait = (delivery.next_attempt_at - delivery.last_attempt_at).total_seconds()
+        assert 24 <= wait <= 36  # 30 s +-20%
+
+        # Not due yet: a sweep sends nothing.
+        assert services.deliveries_resume() == 0
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
+        assert services.deliveries_resume() == 1  # inline: sent now
+        delivery.refresh_from_db()
+        assert (delivery.status, delivery.attempts, delivery.response_code) == ("retrying", 2, 502)
+        wait = (delivery.next_attempt_at - delivery.last_attempt_at).total_seconds()
+        assert 48 <= wait <= 72  # doubled
+
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
+        services.deliveries_resume()
+        delivery.refresh_from_db()
+        assert (delivery.status, delivery.attempts, delivery.response_code) == ("failed", 3, 503)
+        assert delivery.next_attempt_at is None
+        assert services.deliveries_resume() == 0
+
+    # Every retry sent the same body under the same delivery id, freshly signed.
+    assert len({r.body for r in receiver.received}) == 1
+    assert len({r.headers[signing.DELIVERY_HEADER] for r in receiver.received}) == 1
+
+
+def test_backoff_doubles_and_is_capped(settings):
+    settings.WEBHOOK_BACKOFF_SECONDS = 10
+    settings.WEBHOOK_MAX_BACKOFF_SECONDS = 60
+    waits = [services.backoff_seconds(n) for n in range(1, 8)]
+    assert 8 <= waits[0] <= 12 and 16 <= waits[1] <= 24 and 32 <= waits[2] <= 48
+    assert all(48 <= w <= 72 for w in waits[3:])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_unreachable_endpoint_records_the_connection_error():
+    WebhookEndpoint.objects.create(
+        name="down", url="http://127.0.0.1:9/hooks", events=[Event.DOCUMENT_READY]
+    )
+    with transaction.atomic():
+        [delivery] = services.event_emit(kind=Event.DOCUMENT_READY, data={"document_id": "d1"})
+    delivery.refresh_from_db()
+    assert delivery.status == "retrying" and delivery.response_code is None
+    assert delivery.last_error.startswith("ConnectionError")
+
+
+@pytest.mark.django_db
+def test_a_delivery_whose_worker_died_mid_send_is_sent_again(settings):
+    with Receiver() as receiver:
+        endpoint = endpoint_for(receiver, Event.DOCUMENT_READY)
+        delivery = WebhookDelivery.objects.create(
+            endpoint=endpoint,
+            event_id="00000000-0000-0000-0000-000000000001",
+            event=Event.DOCUMENT_READY,
+            body='{"type":"document.ready"}',
+            status=WebhookDelivery.Status.SENDING,
+            attempts=1,
+            claimed_at=timezone.now() - timedelta(seconds=settings.WEBHOOK_TIMEOUT_SECONDS + 61),
+        )
+        assert services.deliveries_resume() == 1
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("succeeded", 2)
+    assert len(receiver.received) == 1
+
+
+def test_verify_rejects_a_wrong_secret_a_changed_body_and_an_old_timestamp():
+    body = b'{"id":"1"}'
+    now = 1_700_000_000
+    header = signing.sign(secret="s3cret", timestamp=now, body=body)
+    assert header.startswith("v1=") and len(header) == 3 + 64
+    ok = {"body": body, "timestamp": str(now), "signature": header, "now": now + 10}
+    assert signing.verify(secret="s3cret", **ok)
+    assert not signing.verify(secret="other", **ok)
+    assert not signing.verify(secret="s3cret", **{**ok, "body": b'{"id":"2"}'})
+    assert not signing.verify(secret="s3cret", **{**ok, "now": now + 301})
+    assert not signing.verify(secret="s3cret", **{**ok, "timestamp": "soon"})
+    # During a rotation the header may carry two signatures.
+    assert signing.verify(secret="s3cret", **{**ok, "signature": f"v1=00, {header}"})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rq_workers_deliver_and_retry_through_the_scheduler(redis_url, settings):
+    """Real Redis and real worker processes: the first POST fails, the retry is scheduled
+    in RQ with backoff and a worker running the scheduler delivers it."""
+    with Receiver(503) as receiver:
+        endpoint_for(receiver, Event.DOCUMENT_READY)
+        document = document_create(filename=FILENAME, content=text_pdf(REPORT), user=None)
+
+        fast = {"WEBHOOK_BACKOFF_SECONDS": "1", "AUTO_CLASSIFY": "0"}
+        run_burst_worker(redis_url, env=fast)  # ingests, emits, first POST gets 503
+        delivery = WebhookDelivery.objects.get()
+        assert (delivery.status, delivery.attempts, delivery.response_code) == ("retrying", 1, 503)
+        while timezone.now() <= delivery.next_attempt_at:
+            time.sleep(0.1)
+        run_burst_worker(redis_url, "--with-scheduler", env=fast)
+
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.response_code) == ("succeeded", 2, 200)
+    assert [json.loads(r.body)["data"]["document_id"] for r in receiver.received] == [
+        str(document.pk)
+    ] * 2
+
+
+@pytest.mark.django_db
+def test_admins_register_an_endpoint_send_a_test_event_and_read_the_log(
+    admin_user, django_capture_on_commit_callbacks
+):
+    client = Client()
+    client.force_login(admin_user)
+    with Receiver(500) as receiver:
+        response = client.post(
+            reverse("admin:integrations_webhookendpoint_add"),
+            {
+                "name": "Pathology LIS",
+                "url": receiver.url,
+                "secret": "whsec_from_admin",
+                "events": ["ground_truth.changed", "packet.decided"],
+                "active": "on",
+                "deliveries-TOTAL_FORMS": "0",
+                "deliveries-INITIAL_FORMS": "0",
+            },
+        )
+        assert response.status_code == 302, response.content.decode()[:2000]
+        endpoint = WebhookEndpoint.objects.get()
+        assert endpoint.events == ["ground_truth.changed", "packet.decided"]
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(
+                reverse("admin:integrations_webhookendpoint_changelist"),
+                {"action": "send_test_event", "_selected_action": [endpoint.pk]},
+            )
+        assert response.status_code == 302
+    [ping] = bodies(receiver)
+    assert ping["type"] == "ping" and ping["data"] == {"endpoint_id": endpoint.pk}
+
+    log = client.get(reverse("admin:integrations_webhookdelivery_changelist"))
+    assert log.status_code == 200
+    page = log.content.decode()
+    assert "Waiting to retry" in page and "HTTP 500" in page
+    delivery = WebhookDelivery.objects.get()
+    with Receiver() as receiver:
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(url=receiver.url)
+        with django_capture_on_commit_callbacks(execute=True):
+            client.post(
+                reverse("admin:integrations_webhookdelivery_changelist"),
+                {"action": "send_again", "_selected_action": [delivery.pk]},
+            )
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("succeeded", 2)
+
+
+@pytest.mark.django_db
+def test_reviewers_cannot_see_webhooks_in_admin(reviewer):
+    client = Client()
+    client.force_login(reviewer)
+    response = client.get(reverse("admin:integrations_webhookendpoint_changelist"))
+    assert response.status_code == 302  # not staff: sent to the admin login

@@ -1,0 +1,492 @@
+"""Ground truth as FHIR R4, Parquet and a Hugging Face dataset, beside JSONL and CSV: from the
+export page, the API and the command; the same filter gives the same rows in every format."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+import zipfile
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from django.core.management import CommandError, call_command
+from django.test import Client
+from django.urls import reverse
+from fhir.resources.R4B.bundle import Bundle
+
+from benchmarks.faults import clean_output
+from documents.models import Document
+from engine.schemas import DocType
+from reliability.models import Extraction, Run
+from reliability.services import api_token_create
+from review import fhir
+from review.exports import LABELS, ExportFilter, export_bytes
+from review.models import GroundTruth
+from review.selectors import ground_truth_selection
+from review.serializers import EXPORT_FIELDS
+from review.services import Correction, corrected_output, ground_truth_record, review_submit
+from tests.conftest import ready_document
+from tests.review.conftest import make_packet
+
+SITE = "https://vetted.example.org"
+PAGE = {
+    "pathology": "SURGICAL PATHOLOGY REPORT\n\nInvasive ductal carcinoma of the breast, grade 2.",
+    "radiology": "CT CHEST\n\nA six millimetre nodule sits in the right upper lobe today.",
+    "genomic": "GENOMIC PROFILE\n\nKRAS G12D was detected with a tumour mutational burden of 12.",
+    "clinical_note": "ONCOLOGY CLINIC NOTE\n\nThe patient is tolerating the treatment well so far.",
+    "other": "FAX COVER SHEET\n\nThree pages follow this cover sheet for the clinic today.",
+}
+PATHOLOGY_FIELDS = {
+    "er_status": {"value": "positive (95%)", "status": "found", "confidence": 0.9},
+    "pr_status": {"value": "negative", "status": "found", "confidence": 0.9},
+    "her2_status": {"value": "equivocal (2+)", "status": "found", "confidence": 0.8},
+    "grade": {"value": "2", "status": "found", "confidence": 0.9},
+    "ki67": {"value": None, "status": "not_present", "confidence": 0.0},
+}
+GENOMIC_FIELDS = {
+    "msi_status": {"value": "MSS", "status": "found", "confidence": 0.9},
+    "tmb": {"value": "12", "status": "found", "confidence": 0.9},
+}
+
+
+def accepted(doc_type: str, *, sha: str, fields: dict | None = None) -> GroundTruth:
+    """An auto-accepted record from a completed run (with extracted fields)."""
+    document = ready_document(PAGE[doc_type], sha=sha)
+    Document.objects.filter(pk=document.pk).update(original_filename="Jane_Roe_report.pdf")
+    run = Run.objects.create(
+        document=document,
+        preset="clinical",
+        classifier="gemini",
+        model="gemini-2.5-flash",
+        prompt_version="classify-v7",
+        status=Run.Status.COMPLETED,
+        final_decision="AUTO_ACCEPT",
+    )
+    if fields:
+        Extraction.objects.create(
+            document=document,
+            run=run,
+            doc_type=doc_type,
+            status=Extraction.Status.COMPLETED,
+            fields=fields,
+        )
+    output = clean_output([PAGE[doc_type]], doc_type)
+    assert output is not None
+    return ground_truth_record(
+        document=document, run=run, output=output, source=GroundTruth.Source.AUTO_ACCEPTED
+    )
+
+
+def corrected(previous: GroundTruth, reviewer, doc_type: str) -> GroundTruth:
+    """A clinician's correction of an earlier record (a new version that supersedes it)."""
+    output = corrected_output(
+        Correction(
+            dominant_type=DocType(doc_type),
+            segments=[(1, 1, DocType(doc_type))],
+            mixture={DocType(doc_type): 1.0},
+            present=[],
+        )
+    )
+    return ground_truth_record(
+        document=previous.document,
+        run=previous.run,
+        output=output,
+        source=GroundTruth.Source.SME_CORRECTED,
+        reviewer=reviewer,
+    )
+
+
+def resources(body: bytes) -> list[dict]:
+    bundle = json.loads(body)
+    Bundle.model_validate(bundle)  # the whole Bundle, every resource in it, by R4B models
+    assert bundle["type"] == "collection"
+    return [entry["resource"] for entry in bundle["entry"]]
+
+
+def of_type(found: list[dict], kind: str) -> list[dict]:
+    return [r for r in found if r["resourceType"] == kind]
+
+
+def fhir_export(**selection) -> bytes:
+    return fhir.bundle_bytes(ground_truth_selection(**selection), site_url=SITE)
+
+
+@pytest.mark.django_db
+def test_each_type_is_a_document_reference_with_its_loinc_code_and_a_link_not_the_bytes():
+    truths = {t: accepted(t, sha=str(i)) for i, t in enumerate(PAGE)}
+    found = resources(fhir_export())
+    references = {r["id"]: r for r in of_type(found, "DocumentReference")}
+    assert len(references) == 5
+    ids = fhir.Ids(SITE)
+    expected = {
+        "pathology": "11526-1",
+        "radiology": "18748-4",
+        "genomic": "51969-4",
+        "clinical_note": "11506-3",
+        "other": "51851-4",
+    }
+    for doc_type, truth in truths.items():
+        reference = references[ids.document_reference(truth.pk)]
+        loinc, vetted = reference["type"]["coding"]
+        assert (loinc["system"], loinc["code"]) == ("http://loinc.org", expected[doc_type])
+        assert vetted["code"] == doc_type
+        assert reference["status"] == "current"
+        assert reference["date"] == truth.created_at.isoformat()
+        [content] = reference["content"]
+        assert content["attachment"] == {
+            "contentType": "application/pdf",
+            "url": f"{SITE}/documents/{truth.document_id}/file/",
+            "size": 1,
+            "creation": truth.document.created_at.isoformat(),
+        }
+        assert "data" not in content["attachment"]
+        assert reference["identifier"][0]["value"] == f"urn:uuid:{truth.document_id}"
+    assert b"Jane_Roe" not in fhir_export()  # the filename never leaves in the bundle
+
+
+@pytest.mark.django_db
+def test_provenance_names_the_model_and_prompt_version_or_the_clinician(reviewer):
+    auto = accepted("radiology", sha="a")
+    packet = make_packet(sha="b")
+    review = review_submit(packet_id=packet.pk, reviewer=reviewer, correction=None, notes="")
+    found = resources(fhir_export())
+    ids = fhir.Ids(SITE)
+    devices = {f"urn:uuid:{d['id']}": d for d in of_type(found, "Device")}
+    provenance = {p["target"][0]["reference"]: p for p in of_type(found, "Provenance")}
+
+    auto_prov = provenance[f"urn:uuid:{ids.document_reference(auto.pk)}"]
+    [author] = auto_prov["agent"]
+    assert author["type"]["coding"][0]["code"] == "author"
+    device = devices[author["who"]["reference"]]
+    assert {"name": "gemini-2.5-flash", "type": "model-name"} in device["deviceName"]
+    assert device["version"] == [{"type": {"text": "prompt version"}, "value": "classify-v7"}]
+    assert auto_prov["activity"]["coding"][0]["code"] == "CREATE"
+
+    validated = provenance[f"urn:uuid:{ids.document_reference(review.ground_truth_id)}"]
+    roles = {a["type"]["coding"][0]["code"]: a["who"] for a in validated["agent"]}
+    assert set(roles) == {"author", "verifier"}
+    assert roles["verifier"]["identifier"]["value"] == "rita"
+    assert roles["verifier"]["type"] == "Practitioner"
+    assert devices[roles["author"]["reference"]]["version"][0]["value"] == "test"
+
+
+@pytest.mark.django_db
+def test_a_correction_replaces_the_version_before_it(reviewer):
+    first = accepted("pathology", sha="c")
+    second = corrected(first, reviewer, "genomic")
+    ids = fhir.Ids(SITE)
+
+    current = resources(fhir_export())
+    [reference] = of_type(current, "DocumentReference")
+    assert reference["id"] == ids.document_reference(second.pk)
+    assert reference["type"]["coding"][0]["code"] == "51969-4"
+    [relation] = reference["relatesTo"]
+    assert relation["code"] == "replaces"
+    # The replaced version is not in this export: a logical reference by its identifier.
+    assert (
+        relation["target"]["identifier"]["value"] == f"urn:uuid:{ids.document_reference(first.pk)}"
+    )
+    assert "reference" not in relation["target"]
+    [prov] = of_type(current, "Provenance")
+    assert [a["type"]["coding"][0]["code"] for a in prov["agent"]] == ["author", "informant"]
+    assert prov["agent"][0]["who"]["identifier"]["value"] == "rita"
+    assert prov["activity"]["coding"][0]["code"] == "UPDATE"
+    assert prov["entity"][0]["role"] == "revision"
+
+    history = resources(fhir_export(all_versions=True))
+    statuses = {r["id"]: r["status"] for r in of_type(history, "DocumentReference")}
+    assert statuses == {
+        ids.document_reference(first.pk): "superseded",
+        ids.document_reference(second.pk): "current",
+    }
+    [later] = [r for r in of_type(history, "DocumentReference") if "relatesTo" in r]
+    # Both versions are in this export: the reference resolves inside the bundle.
+    target = later["relatesTo"][0]["target"]["reference"]
+    assert target in {f"urn:uuid:{r['id']}" for r in of_type(history, "DocumentReference")}
+
+
+@pytest.mark.django_db
+def test_coded_fields_become_observations_and_uncoded_ones_do_not():
+    pathology = accepted("pathology", sha="d", fields=PATHOLOGY_FIELDS)
+    genomic = accepted("genomic", sha="e", fields=GENOMIC_FIELDS)
+    found = resources(fhir_export())
+    observations = {o["code"]["coding"][0]["code"]: o for o in of_type(found, "Observation")}
+    assert set(observations) == {"16112-5", "16113-3", "48676-1", "81695-9", "94076-7"}
+    er = observations["16112-5"]
+    assert er["valueCodeableConcept"] == {
+        "text": "positive (95%)",
+        "coding": [{"system": "http://loinc.org", "code": "LA6576-8", "display": "Positive"}],
+    }
+    assert observations["16113-3"]["valueCodeableConcept"]["coding"][0]["code"] == "LA6577-6"
+    # Equivocal is not forced into positive or negative: text only.
+    assert "coding" not in observations["48676-1"]["valueCodeableConcept"]
+    assert observations["81695-9"]["valueCodeableConcept"]["coding"][0]["code"] == "LA14122-8"
+    assert observations["94076-7"]["valueQuantity"] == {
+        "value": 12.0,
+        "unit": "mutations/Mb",
+        "system": "http://unitsofmeasure.org",
+        "code": "1/1000000{Base}",
+    }
+    ids = fhir.Ids(SITE)
+    assert er["derivedFrom"] == [{"reference": f"urn:uuid:{ids.document_reference(pathology.pk)}"}]
+    assert observations["94076-7"]["derivedFrom"][0]["reference"].endswith(
+        ids.document_reference(genomic.pk)
+    )
+    # No clinician has confirmed an auto-accepted value.
+    assert {o["status"] for o in observations.values()} == {"preliminary"}
+
+
+@pytest.mark.django_db
+def test_a_validated_records_observations_are_final_and_the_bundle_is_byte_identical(reviewer):
+    packet = make_packet(sha="f")
+    Extraction.objects.create(
+        document=packet.document,
+        run=packet.run,
+        doc_type="pathology",
+        status=Extraction.Status.COMPLETED,
+        fields=PATHOLOGY_FIELDS,
+    )
+    packet.field_corrections = {"0:her2_status": "negative (1+)"}
+    packet.save()
+    review_submit(packet_id=packet.pk, reviewer=reviewer, correction=None, notes="")
+    body = fhir_export()
+    observations = of_type(resources(body), "Observation")
+    assert {o["status"] for o in observations} == {"final"}
+    [her2] = [o for o in observations if o["code"]["coding"][0]["code"] == "48676-1"]
+    assert her2["valueCodeableConcept"]["coding"][0]["code"] == "LA6577-6"
+    assert her2["note"] == [{"text": "Value corrected by a clinician in Vetted."}]
+    assert fhir_export() == body
+
+
+@pytest.mark.django_db
+def test_the_same_filter_gives_the_same_rows_in_every_format(reviewer, tmp_path):
+    first = accepted("pathology", sha="1")
+    corrected(first, reviewer, "genomic")
+    accepted("pathology", sha="2")
+    accepted("radiology", sha="3")
+    accepted("genomic", sha="4")
+    keys = {(str(t.document_id), t.version): t.pk for t in GroundTruth.objects.all()}
+    ids = fhir.Ids(SITE)
+    by_docref = {ids.document_reference(pk): pk for pk in keys.values()}
+
+    def rows(fmt: str, body: bytes) -> list[int]:
+        if fmt == "jsonl":
+            return [
+                keys[(r["document_id"], r["version"])] for r in map(json.loads, body.splitlines())
+            ]
+        if fmt == "csv":
+            reader = csv.DictReader(io.StringIO(body.decode()))
+            return [keys[(r["document_id"], int(r["version"]))] for r in reader]
+        if fmt == "fhir":
+            return [by_docref[r["id"]] for r in of_type(resources(body), "DocumentReference")]
+        if fmt == "parquet":
+            table = pq.read_table(io.BytesIO(body)).to_pylist()
+            return [keys[(r["document_id"], r["version"])] for r in table]
+        with zipfile.ZipFile(io.BytesIO(body)) as zipped:
+            data = zipped.read("ground-truth/data/train-00000-of-00001.parquet")
+        table = pq.read_table(io.BytesIO(data)).to_pylist()
+        return [keys[(r["document_id"], r["version"])] for r in table]
+
+    filters = [
+        {},
+        {"doc_type": "pathology"},
+        {"doc_type": "genomic", "all_versions": True},
+        {"source": "SME_CORRECTED"},
+        {"all_versions": True},
+    ]
+    for selection in filters:
+        expected = list(ground_truth_selection(**selection).values_list("pk", flat=True))
+        assert expected, selection
+        for fmt in ("jsonl", "csv", "fhir", "parquet", "hf"):
+            body = export_bytes(
+                ground_truth_selection(**selection),
+                fmt=fmt,
+                export_filter=ExportFilter(**selection),
+                site_url=SITE,
+            )
+            assert rows(fmt, body) == expected, (fmt, selection)
+            again = export_bytes(
+                ground_truth_selection(**selection),
+                fmt=fmt,
+                export_filter=ExportFilter(**selection),
+                site_url=SITE,
+            )
+            assert again == body, f"{fmt} is not reproducible"
+
+
+@pytest.mark.django_db
+def test_parquet_keeps_the_jsonl_columns_with_types(reviewer):
+    truth = accepted("pathology", sha="p", fields=PATHOLOGY_FIELDS)
+    body = export_bytes(
+        ground_truth_selection(), fmt="parquet", export_filter=ExportFilter(), site_url=SITE
+    )
+    table = pq.read_table(io.BytesIO(body))
+    assert table.schema.names == EXPORT_FIELDS  # the JSONL/CSV columns, in order
+    assert str(table.schema.field("decided_at").type) == "timestamp[us, tz=UTC]"
+    [row] = table.to_pylist()
+    [line] = export_bytes(
+        ground_truth_selection(), fmt="jsonl", export_filter=ExportFilter(), site_url=SITE
+    ).splitlines()
+    record = json.loads(line)
+    assert row["decided_at"].isoformat() == record["decided_at"]
+    assert json.loads(row["classification"]) == record["classification"]
+    assert json.loads(row["fields"])[0]["fields"]["er_status"]["value"] == "positive (95%)"
+    assert (row["run_id"], row["reviewer"], row["version"]) == (truth.run_id, None, 1)
+
+
+@pytest.mark.django_db
+def test_the_hugging_face_folder_loads_with_datasets_and_its_card_says_what_is_in_it(
+    reviewer, tmp_path, monkeypatch
+):
+    accepted("pathology", sha="1")
+    accepted("pathology", sha="2")
+    accepted("radiology", sha="3")
+    packet = make_packet(sha="4")
+    review_submit(packet_id=packet.pk, reviewer=reviewer, correction=None, notes="")
+    folder = tmp_path / "dataset"
+    call_command("export_ground_truth", "--format", "hf", "--out", str(folder))
+
+    card = (folder / "README.md").read_text()
+    meta = yaml.safe_load(card.split("---")[1])
+    assert meta["vetted"]["counts_per_type"] == {
+        "clinical_note": 0,
+        "pathology": 3,
+        "genomic": 0,
+        "radiology": 1,
+        "other": 0,
+    }
+    assert meta["vetted"]["counts_per_source"]["SME_VALIDATED"] == 1
+    assert meta["vetted"]["export_filter"] == {
+        "start": None,
+        "end": None,
+        "source": None,
+        "type": None,
+        "all_versions": False,
+    }
+    names = meta["dataset_info"]["features"][-1]["dtype"]["class_label"]["names"]
+    assert names == {str(i): label for i, label in enumerate(LABELS)}
+    assert meta["dataset_info"]["splits"] == [{"name": "train", "num_examples": 4}]
+    assert "| pathology | 1 | Pathology Report | 3 |" in card
+
+    # No network: the datasets library reads the local folder (its card and Parquet file).
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    import datasets
+
+    dataset = datasets.load_dataset(str(folder), split="train", cache_dir=str(tmp_path / "c"))
+    assert dataset.num_rows == 4
+    assert dataset.features["label"].names == LABELS
+    assert "filename" not in dataset.column_names
+    assert [dataset.features["label"].int2str(r["label"]) for r in dataset] == [
+        r["dominant_type"] for r in dataset
+    ]
+    assert sorted(r["dominant_type"] for r in dataset) == ["pathology"] * 3 + ["radiology"]
+    # The Parquet file alone also carries the label set.
+    parquet = datasets.load_dataset(
+        "parquet",
+        data_files=str(folder / "data" / "train-00000-of-00001.parquet"),
+        split="train",
+        cache_dir=str(tmp_path / "c2"),
+    )
+    assert parquet.features["label"].names == LABELS
+
+
+@pytest.mark.django_db
+def test_the_export_command_writes_every_format_and_refuses_what_it_cannot(reviewer, tmp_path):
+    accepted("genomic", sha="g", fields=GENOMIC_FIELDS)
+    call_command("export_ground_truth", "--format", "fhir", "--out", str(tmp_path / "b.json"))
+    found = resources((tmp_path / "b.json").read_bytes())
+    assert len(of_type(found, "Observation")) == 2
+    call_command("export_ground_truth", "--format", "parquet", "--out", str(tmp_path / "g.pq"))
+    assert pq.read_table(tmp_path / "g.pq").num_rows == 1
+    with pytest.raises(CommandError, match="give --out"):
+        call_command("export_ground_truth", "--format", "parquet")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("keep me")
+    with pytest.raises(CommandError, match="not empty"):
+        call_command("export_ground_truth", "--format", "hf", "--out", str(tmp_path / "full"))
+    with pytest.raises(CommandError, match="No ground truth"):
+        call_command("export_ground_truth", "--format", "fhir", "--type", "radiology")
+
+
+@pytest.mark.django_db
+def test_the_export_page_offers_every_format(admin_user, settings):
+    settings.SITE_URL = SITE
+    accepted("pathology", sha="h", fields=PATHOLOGY_FIELDS)
+    client = Client()
+    client.force_login(admin_user)
+    page = client.get(reverse("review:export"))
+    for fmt in ("jsonl", "csv", "fhir", "parquet", "hf"):
+        assert f'value="{fmt}"' in page.content.decode()
+    fhir_response = client.get(reverse("review:export"), {"format": "fhir"})
+    assert fhir_response["Content-Type"] == "application/fhir+json"
+    assert 'filename="ground-truth.fhir.json"' in fhir_response["Content-Disposition"]
+    assert len(of_type(resources(fhir_response.content), "DocumentReference")) == 1
+    parquet = client.get(reverse("review:export"), {"format": "parquet"})
+    assert pq.read_table(io.BytesIO(parquet.content)).num_rows == 1
+    hf = client.get(reverse("review:export"), {"format": "hf", "type": "pathology"})
+    with zipfile.ZipFile(io.BytesIO(hf.content)) as zipped:
+        assert sorted(zipped.namelist()) == [
+            "ground-truth/README.md",
+            "ground-truth/data/train-00000-of-00001.parquet",
+        ]
+        assert '    type: "pathology"' in zipped.read("ground-truth/README.md").decode()
+
+
+@pytest.mark.django_db
+def test_without_pyarrow_the_page_says_how_to_get_parquet(admin_user, monkeypatch):
+    accepted("pathology", sha="i")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow now fails
+    client = Client()
+    client.force_login(admin_user)
+    response = client.get(reverse("review:export"), {"format": "parquet"})
+    assert response.status_code == 501
+    assert "vetted[datasets]" in response.content.decode()
+    assert client.get(reverse("review:export"), {"format": "jsonl"}).status_code == 200
+
+
+@pytest.mark.django_db
+def test_the_api_exports_to_each_token_only_its_own_documents_unless_it_may_export_all(
+    reviewer, admin_user, settings
+):
+    settings.SITE_URL = SITE
+    mine = accepted("pathology", sha="m", fields=PATHOLOGY_FIELDS)
+    Document.objects.filter(pk=mine.document_id).update(uploaded_by=reviewer)
+    theirs = accepted("radiology", sha="t")
+    _, lims_key = api_token_create(user=reviewer, name="lims")
+    _, ml_key = api_token_create(user=admin_user, name="ml team")
+    lims = Client(HTTP_AUTHORIZATION=f"Bearer {lims_key}")
+    ml = Client(HTTP_AUTHORIZATION=f"Bearer {ml_key}")
+    url = reverse("api:ground_truth")
+
+    own = lims.get(url, {"format": "jsonl"})
+    assert own.status_code == 200
+    assert [json.loads(line)["document_id"] for line in own.content.splitlines()] == [
+        str(mine.document_id)
+    ]
+    everything = ml.get(url, {"format": "csv"})
+    assert everything.content.decode().count("\n") == 3  # header and two records
+    bundle = lims.get(url)  # FHIR by default
+    assert bundle["Content-Type"] == "application/fhir+json"
+    assert len(of_type(resources(bundle.content), "DocumentReference")) == 1
+    assert lims.get(url, {"type": "x-ray"}).status_code == 400
+    assert lims.get(url, {"format": "pdf"}).status_code == 400
+    assert Client().get(url).status_code == 401
+
+    document = reverse("api:document_fhir", args=[mine.document_id])
+    found = resources(lims.get(document).content)
+    assert {r["resourceType"] for r in found} == {
+        "Device",
+        "DocumentReference",
+        "Provenance",
+        "Observation",
+    }
+    assert lims.get(reverse("api:document_fhir", args=[theirs.document_id])).status_code == 404
+    assert ml.get(reverse("api:document_fhir", args=[theirs.document_id])).status_code == 200
+    waiting = ready_document("text", sha="w", uploaded_by=reviewer)
+    refused = lims.get(reverse("api:document_fhir", args=[waiting.pk]))
+    assert refused.status_code == 409 and "No ground truth yet" in refused.json()["error"]
