@@ -147,3 +147,44 @@ def test_the_api_takes_the_expected_year_and_reports_the_form(live_server, djang
     assert [i["code"] for i in segment["issues"]] == ["wrong_tax_year"]
     assert result["decision"] == "ESCALATE_TO_SME"
     assert {a["form_type"] for a in segment["alternative_types"]} >= {"1099_int", "1099_div"}
+
+
+def test_with_gemini_each_template_is_filled_by_extract_fields_through_the_stub():
+    from engine import llm
+    from engine.fields.extractors import gemini_filler
+    from engine.fields.forms import match_form
+    from engine.fields.templates import load_packs
+    from tests.reliability.gemini_stub import GeminiStub, candidate
+
+    page = "\n\n".join(random_w2_paragraphs(random.Random(9), year=2021))
+    ssn = page.split("social security number\n")[1].split("\n")[0]
+    w2 = {
+        "form_name": "W-2",
+        "employee_ssn": ssn,
+        "tax_year": "2021",
+        "employer_ein": page.split("(EIN)\n")[1].split("\n")[0],
+        "wages": page.split("other compensation\n")[1].split("\n")[0],
+    }
+
+    def respond(request):
+        names = request["generationConfig"]["responseSchema"]["properties"]
+        answer = {
+            name: {"value": w2[name], "status": "found", "confidence": 0.95, "snippet": w2[name]}
+            if "employee_ssn" in names and name in w2
+            else {"value": None, "status": "not_present", "confidence": 0.9, "snippet": ""}
+            for name in names
+        }
+        return 200, candidate(json.dumps(answer))
+
+    tax = load_packs(("us_tax",))["us_tax"].templates
+    with GeminiStub() as stub:
+        stub.responder = respond
+        client = llm.GeminiClient(
+            model="m", api_key="k", base_url=stub.url, max_transport_retries=0
+        )
+        match = match_form(tax, [page], expected_year=2022, filler=gemini_filler(client))
+    assert match.form_type == "w2" and len(match.attempts) == 1
+    assert match.chosen.fields["employee_ssn"].value == ssn
+    assert [i["code"] for i in match.issues] == ["wrong_tax_year"]
+    assert len(stub.requests) == len(tax)  # one extract_fields call per template
+    assert all(c.operation == "extract_fields" for c in client.calls)
