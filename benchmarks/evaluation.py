@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -260,19 +261,54 @@ def format_report(metrics: dict[str, Any]) -> str:
 # -- field extraction ------------------------------------------------------------------------------
 
 
+_TYPOGRAPHY = str.maketrans(
+    {
+        "\u2010": "-",
+        "\u2011": "-",
+        "\u2012": "-",
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u00d7": "x",
+    }
+)
+
+
 def _norm(value: Any) -> str:
-    return " ".join(str(value).lower().replace("\u2019", "'").split()).strip(" .,:;")
+    """Lower case with formatting differences removed: typographic dashes and quotes,
+    "high-grade" / "high grade", "2cm" / "2 cm", "1x 0.8" / "1 x 0.8", "p.G12D" / "G12D", and
+    punctuation that only separates (commas, colons, brackets, bars)."""
+    text = str(value).lower().translate(_TYPOGRAPHY)
+    text = re.sub(r"\bp\.\s?(?=[a-z]{1,3}\d)", "", text)
+    text = re.sub(r"(\d)\s*(mm|cm|ml|cc)\b", r"\1 \2", text)
+    text = re.sub(r"(\d)\s*x\s*(?=\d)", r"\1 x ", text)
+    text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text)
+    text = re.sub(r"[\s,;:()\[\]|\"]+", " ", text)
+    return text.strip(" .")
+
+
+_SHORT_TOKEN = re.compile(r"[0-9ivx]{1,3}\+?|g[1-4x]")
 
 
 def value_matches(expected: Any, predicted: Any) -> bool:
-    """Text fields match when one contains the other (at least 3 characters); short values
-    must be equal after normalisation."""
+    """Text values match when one contains the other (at least 3 characters). A short value
+    ("2", "G3", "1+") matches a longer one that states it as a whole word and states no other
+    short value: "grade 2" and "Nottingham grade 2 (tubules 3, ...)" match "2"; "grade 2 of
+    3" matches neither "2" nor "3"."""
     e, p = _norm(expected), _norm(predicted)
     if not e or not p:
         return False
-    if min(len(e), len(p)) < 3:
-        return e == p
-    return e in p or p in e
+    if min(len(e), len(p)) >= 3:
+        return e in p or p in e
+    short, longer = (e, predicted) if len(e) <= len(p) else (p, expected)
+    tokens = _norm(re.sub(r"\([^)]*\)", " ", str(longer))).split()
+    if tokens == [short]:
+        return True
+    others = [t for t in tokens if t != short and _SHORT_TOKEN.fullmatch(t)]
+    return short in tokens and not others
 
 
 @dataclass
@@ -311,6 +347,36 @@ class FieldCounts:
         }
 
 
+SCORE_BANDS = (
+    (0.95, 1.01, ">= 0.95"),
+    (0.90, 0.95, "0.90-0.95"),
+    (0.80, 0.90, "0.80-0.90"),
+    (0.0, 0.80, "< 0.80"),
+)
+HIGH_SCORE = 0.95
+
+
+def _bands(documents: list[tuple[float, FieldCounts]]) -> list[dict[str, Any]]:
+    """Field precision and recall of the documents whose loop score falls in each band: does
+    the score say how good the extraction is?"""
+    bands = []
+    for low, high, name in SCORE_BANDS:
+        counts = FieldCounts()
+        chosen = [c for score, c in documents if low <= score < high]
+        for c in chosen:
+            counts.tp, counts.fp, counts.fn = counts.tp + c.tp, counts.fp + c.fp, counts.fn + c.fn
+        figures = counts.as_dict()
+        bands.append(
+            {
+                "band": name,
+                "documents": len(chosen),
+                "precision": figures["precision"],
+                "recall": figures["recall"],
+            }
+        )
+    return bands
+
+
 def evaluate_fields(
     corpus: Path,
     fields_file: Path,
@@ -318,35 +384,46 @@ def evaluate_fields(
     extract: Extract,
     run: Callable[[str, list[str], bool], dict[str, Any]],
 ) -> dict[str, Any]:
-    """Field-level precision and recall, single pass versus the loop.
+    """Field-level precision and recall, single pass versus the loop, and how each mode's
+    score relates to what it really found (recall by score band).
 
     ``run(doc_type, pages, loop)`` returns {field name: value or None} and the loop's data.
     The true label picks the template, so classification errors do not blur the figures.
     """
     labels = {row["doc_id"]: row for row in read_labels(corpus)}
+    specs = [json.loads(line) for line in fields_file.read_text().splitlines() if line.strip()]
+    pages_by_doc = {
+        spec["doc_id"]: extract(corpus / labels[spec["doc_id"]]["path"]) for spec in specs
+    }
     modes: dict[str, dict[str, Any]] = {}
     for loop in (False, True):
         totals = FieldCounts()
         per_field: dict[str, FieldCounts] = {}
+        per_document: list[tuple[float, FieldCounts]] = []
         iterations = []
         scores = []
-        for line in fields_file.read_text().splitlines():
-            if not line.strip():
-                continue
-            spec = json.loads(line)
+        for spec in specs:
             row = labels[spec["doc_id"]]
-            result = run(row["label"], extract(corpus / row["path"]), loop)
+            result = run(row["label"], pages_by_doc[spec["doc_id"]], loop)
             iterations.append(result["iterations"])
             scores.append(result["score"])
+            document = FieldCounts()
             for name, expected in spec["fields"].items():
                 predicted = result["values"].get(name)
                 per_field.setdefault(name, FieldCounts()).add(expected, predicted)
                 totals.add(expected, predicted)
+                document.add(expected, predicted)
+            per_document.append((result["score"], document))
+        bands = _bands(per_document)
+        high = bands[0]
         modes["loop" if loop else "single_pass"] = {
             **totals.as_dict(),
+            "documents": len(specs),
             "mean_iterations": round(sum(iterations) / len(iterations), 2) if iterations else 0,
             "mean_score": round(sum(scores) / len(scores), 4) if scores else 0,
             "per_field": {k: v.as_dict() for k, v in sorted(per_field.items())},
+            "score_bands": bands,
+            "recall_at_high_score": high["recall"] if high["documents"] else None,
         }
     return modes
 
@@ -363,12 +440,26 @@ def format_fields(modes: dict[str, Any]) -> str:
             f"{mode:<13}{m['precision']:>10.3f}{m['recall']:>8.3f}{m['tp']:>5}"
             f"{m['fp']:>5}{m['fn']:>5}{m['mean_iterations']:>12}{m['mean_score']:>8.3f}"
         )
-    for mode, m in modes.items():
-        lines.append(
-            f"  {mode}: "
-            + ", ".join(
-                f"{name} P {f['precision']:.2f} R {f['recall']:.2f}"
-                for name, f in m["per_field"].items()
+    names = sorted({name for m in modes.values() for name in m["per_field"]})
+    lines += ["", f"{'field':<18}" + "".join(f"{mode + ' P/R':>22}" for mode in modes)]
+    for name in names:
+        cells = []
+        for m in modes.values():
+            f = m["per_field"].get(name)
+            cells.append(
+                f"{f['precision']:.2f} / {f['recall']:.2f} ({f['tp'] + f['fn']})" if f else "-"
             )
-        )
+        lines.append(f"{name:<18}" + "".join(f"{c:>22}" for c in cells))
+    lines += ["", "Score against what was found (documents, precision, recall by score band):"]
+    lines.append(f"{'band':<12}" + "".join(f"{mode:>28}" for mode in modes))
+    for index, (_, _, band) in enumerate(SCORE_BANDS):
+        cells = []
+        for m in modes.values():
+            b = m["score_bands"][index]
+            cells.append(
+                f"{b['documents']:>3} docs P {b['precision']:.3f} R {b['recall']:.3f}"
+                if b["documents"]
+                else "-"
+            )
+        lines.append(f"{band:<12}" + "".join(f"{c:>28}" for c in cells))
     return "\n".join(lines)

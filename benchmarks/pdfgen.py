@@ -142,3 +142,99 @@ def zero_page_pdf() -> bytes:
         xref,
     )
     return bytes(out)
+
+
+# -- tax forms -------------------------------------------------------------------------------------
+
+
+def random_ssn(rng: Any) -> str:
+    """A valid-looking SSN: area 001-899 but not 666, group 01-99, serial 0001-9999."""
+    area = rng.choice([a for a in range(1, 900) if a != 666])
+    return f"{area:03d}-{rng.randint(1, 99):02d}-{rng.randint(1, 9999):04d}"
+
+
+def random_ein(rng: Any) -> str:
+    """An EIN with one of the IRS campus prefixes."""
+    prefix = rng.choice([10, 12, 20, 27, 30, 38, 45, 46, 52, 58, 61, 72, 81, 94])
+    return f"{prefix:02d}-{rng.randint(1, 9_999_999):07d}"
+
+
+def money(amount: float) -> str:
+    return f"{amount:,.2f}"
+
+
+def w2_paragraphs(
+    *,
+    year: int,
+    ssn: str = "",
+    ein: str = "",
+    wages: float | None = None,
+    withheld: float | None = None,
+    social_security_wages: float | None = None,
+    employer: str = "Northwind Clinics LLC",
+) -> list[str]:
+    """A W-2's boxes as a printed form lays them out: each box's label, its value on the next
+    line. Leave the values out for a blank form."""
+
+    def box(label: str, value: str) -> str:
+        return f"{label}\n{value}" if value else label
+
+    return [
+        f"Form W-2 Wage and Tax Statement {year}",
+        box("a Employee's social security number", ssn),
+        box("b Employer identification number (EIN)", ein),
+        box("c Employer's name, address, and ZIP code", employer if ssn else ""),
+        box("1 Wages, tips, other compensation", money(wages) if wages is not None else ""),
+        box("2 Federal income tax withheld", money(withheld) if withheld is not None else ""),
+        box(
+            "3 Social security wages",
+            money(social_security_wages) if social_security_wages is not None else "",
+        ),
+        "Copy B - To Be Filed With Employee's FEDERAL Tax Return. Department of the Treasury - "
+        "Internal Revenue Service",
+    ]
+
+
+def random_w2_paragraphs(rng: Any, *, year: int) -> list[str]:
+    """A filled W-2 with a random valid SSN and EIN and random wages (withholding 12-22%)."""
+    wages = round(rng.uniform(20_000, 180_000), 2)
+    return w2_paragraphs(
+        year=year,
+        ssn=random_ssn(rng),
+        ein=random_ein(rng),
+        wages=wages,
+        withheld=round(wages * rng.uniform(0.12, 0.22), 2),
+        social_security_wages=wages,
+    )
+
+
+def form_1099_paragraphs(
+    *,
+    kind: str,
+    year: int,
+    payer_tin: str = "",
+    recipient_tin: str = "",
+    amount: float | None = None,
+    withheld: float | None = None,
+    payer: str = "Contoso Consulting Inc",
+) -> list[str]:
+    """A 1099-NEC, -INT or -DIV with its box 1 amount (blank without values)."""
+    box1 = {
+        "NEC": "1 Nonemployee compensation",
+        "INT": "1 Interest income",
+        "DIV": "1a Total ordinary dividends",
+    }[kind]
+
+    def box(label: str, value: str) -> str:
+        return f"{label}\n{value}" if value else label
+
+    return [
+        f"Form 1099-{kind} {year}",
+        f"For calendar year {year}",
+        box("PAYER'S name, street address, city or town", payer if payer_tin else ""),
+        box("PAYER'S TIN", payer_tin),
+        box("RECIPIENT'S TIN", recipient_tin),
+        box(box1, money(amount) if amount is not None else ""),
+        box("4 Federal income tax withheld", money(withheld) if withheld is not None else ""),
+        "Copy B For Recipient. Department of the Treasury - Internal Revenue Service",
+    ]

@@ -11,7 +11,7 @@ from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.fields.loop import LoopConfig
-from engine.fields.templates import Pack, load_packs
+from engine.fields.templates import Pack, Template, load_packs
 from engine.pipeline import PRESETS
 from engine.schemas import DocType
 
@@ -31,6 +31,12 @@ class ProcessingOptions(BaseModel):
     max_iterations: int | None = Field(None, ge=1, le=10)
     preset: str | None = None
     type_override: DocType | None = None
+    expected_tax_year: int | None = Field(
+        None,
+        ge=1950,
+        le=2100,
+        description="For tax forms: a form for another tax year is reported as an ERROR issue.",
+    )
 
     def model_post_init(self, _context: Any) -> None:
         if self.preset is not None and self.preset not in PRESETS:
@@ -56,3 +62,11 @@ def loop_config(options: ProcessingOptions, preset: str) -> LoopConfig:
 
 def packs() -> dict[str, Pack]:
     return load_packs(tuple(settings.EXTRACTION_PACKS))
+
+
+def form_templates() -> list[Template]:
+    """Templates of the packs in force that are forms rather than clinical document types
+    (the us_tax pack's W-2, 1099s, K-1): a segment classified as Other is matched against
+    them by filling each."""
+    clinical = {t.value for t in DocType}
+    return [t for pack in packs().values() for t in pack.templates if t.doc_type not in clinical]

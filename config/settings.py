@@ -239,6 +239,14 @@ EXTRACTION_QUALITY_THRESHOLD = env_float("EXTRACTION_QUALITY_THRESHOLD", 0.95)
 EXTRACTION_MAX_ITERATIONS = env_int("EXTRACTION_MAX_ITERATIONS", 3, minimum=1)
 EXTRACTION_MIN_IMPROVEMENT = env_float("EXTRACTION_MIN_IMPROVEMENT", 0.05)
 EXTRACTION_TIMEOUT_SECONDS = env_float("EXTRACTION_TIMEOUT_SECONDS", 30.0)
+# Loop monitoring on the metrics page: the window it covers and its alert thresholds (a
+# warning shows when a figure crosses its threshold).
+LOOP_MONITORING_DAYS = env_int("LOOP_MONITORING_DAYS", 30, minimum=0)  # 0: all time
+LOOP_ALERT_MAX_MEAN_ITERATIONS = env_float("LOOP_ALERT_MAX_MEAN_ITERATIONS", 2.5)
+LOOP_ALERT_MIN_MEAN_SCORE = env_float("LOOP_ALERT_MIN_MEAN_SCORE", 0.85)
+LOOP_ALERT_MIN_THRESHOLD_MET_RATE = env_float("LOOP_ALERT_MIN_THRESHOLD_MET_RATE", 0.5)
+LOOP_ALERT_MAX_P95_SECONDS = env_float("LOOP_ALERT_MAX_P95_SECONDS", 10.0)
+LOOP_ALERT_MIN_IMPROVEMENT = env_float("LOOP_ALERT_MIN_IMPROVEMENT", 0.02)
 # Per-preset overrides of the loop defaults (a request's own options override these).
 EXTRACTION_PRESETS: dict[str, dict[str, float | int]] = {
     "real-time": {"max_iterations": 1},

@@ -33,6 +33,25 @@ class UploadForm(forms.Form):
         error_messages={"required": "Choose at least one file to upload."},
     )
 
+    expected_tax_year = forms.IntegerField(
+        label="Expected tax year",
+        required=False,
+        min_value=1950,
+        max_value=2100,
+        help_text="For tax forms (W-2, 1099, K-1): a form for another year is flagged for "
+        "review. Leave empty for clinical documents.",
+    )
+
+    def __init__(self, *args: Any, tax_forms: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not tax_forms:  # only deployments with a form pack read tax forms
+            del self.fields["expected_tax_year"]
+
+    def options(self) -> dict[str, Any]:
+        """Processing options for the uploaded documents."""
+        year = self.cleaned_data.get("expected_tax_year")
+        return {"expected_tax_year": year} if year else {}
+
     def clean_documents(self) -> list[Any]:
         files: list[Any] = self.cleaned_data["documents"]
         if len(files) > settings.UPLOAD_MAX_FILES:

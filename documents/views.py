@@ -96,14 +96,20 @@ def _upload_limits() -> dict[str, int]:
     }
 
 
+def _tax_forms() -> bool:
+    """A form pack (us_tax) is in force besides the clinical templates."""
+    return any(pack != "clinical" for pack in settings.EXTRACTION_PACKS)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def document_upload(request: HtmxHttpRequest) -> HttpResponse:
     require_permission(request, "documents.add_document")
     if request.method == "GET":
-        return render(request, "documents/upload.html", {"form": UploadForm(), **_upload_limits()})
+        form = UploadForm(tax_forms=_tax_forms())
+        return render(request, "documents/upload.html", {"form": form, **_upload_limits()})
 
-    form = UploadForm(request.POST, request.FILES)
+    form = UploadForm(request.POST, request.FILES, tax_forms=_tax_forms())
     created: list[Document] = []
     if form.is_valid():
         for upload in form.cleaned_data["documents"]:
@@ -111,7 +117,12 @@ def document_upload(request: HtmxHttpRequest) -> HttpResponse:
             try:
                 check_size(name=name, size=upload.size or 0, max_bytes=settings.UPLOAD_MAX_BYTES)
                 created.append(
-                    document_create(filename=name, content=upload.read(), user=request.user)
+                    document_create(
+                        filename=name,
+                        content=upload.read(),
+                        user=request.user,
+                        options=form.options(),
+                    )
                 )
             except UploadRefused as refused:
                 form.add_error("documents", refused.message)

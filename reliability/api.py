@@ -24,8 +24,10 @@ from pydantic import ConfigDict, Field, ValidationError
 from documents.models import Document
 from documents.services import document_create
 from documents.validation import UploadRefused, check_size
+from engine import llm
 from engine.pipeline import PRESETS
 from engine.schemas import DOC_TYPES
+from reliability.evaluations import MAX_DOCUMENTS, EvaluateRequest, documents_evaluate
 from reliability.fields import ProcessingOptions
 from reliability.models import Extraction, Run
 from reliability.services import api_token_authenticate
@@ -117,11 +119,26 @@ class LoopSummary(Schema):
     history: list[dict[str, Any]] | None = None
 
 
+class FormIssue(Schema):
+    severity: str = Field(description="ERROR (the run is escalated) or WARNING")
+    code: str
+    message: str
+
+
 class SegmentFields(Schema):
     segment: int
     pages: list[int]
-    doc_type: str
+    doc_type: str = Field(description="The template used: a clinical type, or a form's type")
     status: str
+    form_type: str | None = Field(
+        None,
+        description="With a form pack (us_tax): the form this Other segment was filled as "
+        "(w2, 1099_nec, ...); null when it is none of them.",
+    )
+    alternative_types: list[dict[str, Any]] = Field(
+        default_factory=list, description="Other form templates that were partly filled."
+    )
+    issues: list[FormIssue] = Field(default_factory=list)
     fields: dict[str, Any]
     loop: LoopSummary
 
@@ -139,13 +156,35 @@ class SegmentType(Schema):
 
 class DocumentResult(Schema):
     id: str
-    type: str | None
+    type: str | None = Field(description="The classification: one of the five clinical types")
+    form_type: str | None = Field(
+        None, description="The form the document was filled as (first segment), if any."
+    )
     decision: str
     review: ReviewState
     segments: list[SegmentType]
     fields: list[SegmentFields]
     warnings: list[str]
     processing_time_seconds: float
+
+
+class EvaluationResult(Schema):
+    document: str
+    value: Any = Field(
+        None, description="The answer; null with no error means the document does not say."
+    )
+    confidence: float
+    reasoning: str | None = None
+    error: str | None = Field(None, description="Set when the operation failed for this document")
+    interval: list[float] | None = Field(None, description="score: the confidence interval")
+    note: str | None = Field(None, description="e.g. the document was too long to read whole")
+
+
+class EvaluationResponse(Schema):
+    operation: str
+    model: str
+    results: list[EvaluationResult] = Field(description="One per document, in the order asked")
+    usage: dict[str, Any]
 
 
 # -- authentication ---------------------------------------------------------------------------
@@ -349,6 +388,7 @@ def result(request: HttpRequest, document_id: UUID, history: bool = False) -> di
     return {
         "id": str(document.pk),
         "type": classification.get("dominant_type_overall"),
+        "form_type": next((e.form_type for e in extractions if e.form_type), None),
         "decision": run.final_decision,
         "review": {
             "status": packet.status if packet else "not_needed",
@@ -364,6 +404,9 @@ def result(request: HttpRequest, document_id: UUID, history: bool = False) -> di
                 "pages": [e.start_page, e.end_page],
                 "doc_type": e.doc_type,
                 "status": e.status,
+                "form_type": e.form_type or None,
+                "alternative_types": e.alternatives,
+                "issues": e.issues,
                 "fields": e.fields,
                 "loop": {
                     "final_score": e.final_score,
@@ -477,6 +520,48 @@ def document_fhir(
         raise ApiRefusal(409, f"No ground truth yet: the document is {state}.", state=state)
     export_filter = ExportFilter(all_versions=all_versions)
     return _export(request, records, fmt="fhir", export_filter=export_filter)
+
+
+LLM_NOT_CONFIGURED = (
+    "No language model is configured, so the evaluation operations are unavailable: set "
+    "GEMINI_API_KEY (or the Vertex AI settings) on the server."
+)
+
+
+@api.post(
+    "/evaluate/",
+    url_name="evaluate",
+    summary="Ask a language model about your documents: filter, score, extract, extract_fields",
+    description=(
+        f"Runs one operation over up to {MAX_DOCUMENTS} of your own documents with bounded "
+        "concurrency (LLM_MAX_CONCURRENCY) and answers in the order asked. Each result has "
+        "value, confidence, optional reasoning and error: value null without an error means the "
+        "document does not contain the answer. A document of another user, or an unknown one, "
+        "is a 404 for the whole request; a document not yet ingested is an error in its result. "
+        "Without a language model configured the answer is 503 (code llm_not_configured)."
+    ),
+    response={200: EvaluationResponse, 400: Error, 401: Error, 404: Error, 503: Error},
+)
+def evaluate(request: HttpRequest, body: EvaluateRequest) -> dict[str, Any]:
+    client = llm.client_from_settings(settings)
+    if client is None:
+        raise ApiRefusal(503, LLM_NOT_CONFIGURED, code="llm_not_configured")
+    documents = []
+    for raw in body.documents:
+        try:
+            documents.append(_own_document(request, UUID(raw)))
+        except ValueError:
+            raise ApiRefusal(400, f"Not a document id: {raw!r}.") from None
+        except ApiRefusal:
+            raise ApiRefusal(404, f"No such document for this token: {raw}.") from None
+    results = documents_evaluate(client=client, request=body, documents=documents)
+    usage = client.usage()
+    return {
+        "operation": body.operation,
+        "model": client.model,
+        "results": results,
+        "usage": {k: usage[k] for k in ("calls", "tokens_in", "tokens_out", "seconds")},
+    }
 
 
 def openapi_schema() -> dict[str, Any]:

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import logging
 
-from config.extraction import POOR_OCR_REASON, ProcessingOptions, loop_config, packs
+from config.extraction import (
+    POOR_OCR_REASON,
+    ProcessingOptions,
+    form_templates,
+    loop_config,
+    packs,
+)
 from documents.models import Document
+from engine.fields.forms import FormMatch
 from engine.fields.segment import extract_segment
 from engine.protocols import LLMClient
 from engine.schemas import ClassificationOutput
@@ -16,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 # The options, loop settings and packs are shared with review (config.extraction); they are
 # named here too because the API, the commands and the tests know them from this module.
-__all__ = ["POOR_OCR_REASON", "ProcessingOptions", "loop_config", "packs"]
+__all__ = ["POOR_OCR_REASON", "ProcessingOptions", "form_templates", "loop_config", "packs"]
 
 
 def templates_sync() -> int:
@@ -51,6 +58,7 @@ def fields_extract(
     options = ProcessingOptions.model_validate(document.options or {})
     config = loop_config(options, preset)
     loaded = packs()
+    forms = form_templates()
     rows = []
     for index, segment in enumerate(output.segments):
         doc_type = (options.type_override or segment.dominant_type).value
@@ -74,22 +82,51 @@ def fields_extract(
             start_page=segment.start_page,
             config=config,
             client=client,
+            forms=forms,
+            expected_year=options.expected_tax_year,
         )
         row.status = result.status
         row.refused_reason = result.reason
+        if result.form is not None:
+            _record_form(row, result.form)
         if result.status != Extraction.Status.COMPLETED:
             continue
+        row.doc_type = result.doc_type
         row.template_version = result.template_version
         row.extractor = result.extractor
         row.fields = result.fields
+        row.first_score = result.first_score
         row.final_score = result.final_score
         row.met_threshold = result.met_threshold
         row.iterations_count = len(result.iterations)
         row.iterations = result.iterations
         row.stopped_reason = result.stopped_reason
-        row.warnings = result.warnings
+        row.warnings = result.warnings + row.warnings
         row.seconds = result.seconds
     return rows
+
+
+def _record_form(row: Extraction, match: FormMatch) -> None:
+    """The form-filling classification on the segment's extraction: its type (or none: the
+    document stays Other), the alternatives, each attempt and the issues."""
+    row.form_type = match.form_type
+    row.alternatives = match.alternatives
+    row.form_attempts = match.as_dict()["attempts"]
+    row.issues = match.issues
+    row.warnings = [i["message"] for i in match.issues]
+    if not match.form_type and match.title:  # a recognised form with nothing filled in
+        row.warnings.append(f"{match.title}: {match.message}")
+
+
+def form_issues(rows: list[Extraction]) -> list[tuple[int, dict[str, str]]]:
+    """(segment, issue) for every ERROR a form raised (a wrong tax year): such a run is not
+    accepted without a person."""
+    return [
+        (row.segment_index, issue)
+        for row in rows
+        for issue in row.issues
+        if issue.get("severity") == "ERROR"
+    ]
 
 
 def fields_save(*, run: Run, rows: list[Extraction]) -> list[Extraction]:

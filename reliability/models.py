@@ -183,16 +183,25 @@ class Extraction(models.Model):
     refused_reason = models.TextField(blank=True)
     fields = models.JSONField(default=dict)
     final_score = models.FloatField(null=True, blank=True)
+    first_score = models.FloatField(null=True, blank=True)  # the first iteration's score
     met_threshold = models.BooleanField(default=False)
     iterations_count = models.PositiveIntegerField(default=0)
     iterations = models.JSONField(default=list)
     stopped_reason = models.CharField(max_length=32, blank=True)
     warnings = models.JSONField(default=list)
+    # Form filling (a form pack such as us_tax): the form this Other segment was filled as
+    # ("w2", "1099_nec"; empty: none), the other templates partly filled, each attempt, and
+    # issues such as a wrong tax year (severity ERROR).
+    form_type = models.CharField(max_length=32, blank=True)
+    alternatives = models.JSONField(default=list, blank=True)
+    form_attempts = models.JSONField(default=list, blank=True)
+    issues = models.JSONField(default=list, blank=True)
     seconds = models.FloatField(default=0.0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["document", "run", "segment_index"]
+        indexes = [models.Index(fields=["created_at"], name="extraction_created")]
 
     def __str__(self) -> str:
         return f"Extraction {self.pk} {self.doc_type} ({self.status})"

@@ -26,10 +26,18 @@ from engine.classifiers.offline import OfflineClassifier
 from engine.comparison import compare
 from engine.document import DocumentContext
 from engine.protocols import Classifier, LLMClient
-from engine.schemas import SEVERITY_ORDER, ClassificationOutput, Decision
+from engine.schemas import (
+    SEVERITY_ORDER,
+    ClassificationOutput,
+    Decision,
+    Severity,
+    make_issue,
+    number_issues,
+)
+from engine.schemas import Issue as EngineIssue
 from integrations.models import Event
 from integrations.services import event_emit
-from reliability.fields import fields_extract, fields_save
+from reliability.fields import fields_extract, fields_save, form_issues
 from reliability.models import ApiToken, Attempt, Issue, Run
 from review import services as review_services
 from review.models import GroundTruth
@@ -39,6 +47,7 @@ logger = logging.getLogger(__name__)
 RUN_JOB = "reliability.tasks.execute_run"
 QUEUE_UNREACHABLE = "The run could not be queued: the job queue is unreachable."
 LOW_OCR_REASON = "document has low OCR confidence: a clinician must confirm"
+FORM_ISSUE_REASON = "the form has an ERROR issue (such as a wrong tax year): a person must confirm"
 
 
 class RunRefused(Refused):
@@ -124,6 +133,23 @@ def _issue_rows(attempt: Attempt, record: pipeline.AttemptRecord) -> list[Issue]
     ]
 
 
+def _form_issues(extractions: list[Any]) -> list[EngineIssue]:
+    """A form's ERROR issues (a wrong tax year) as blockers for the review packet."""
+    return number_issues(
+        [
+            make_issue(
+                "EX",
+                Severity.BLOCKER,
+                issue.get("code", "form_issue"),
+                issue["message"],
+                f"segments[{segment}]",
+                "Check that the right form (and year) was uploaded.",
+            )
+            for segment, issue in form_issues(extractions)
+        ]
+    )
+
+
 EMPTY_USAGE: dict[str, Any] = {
     "calls": 0,
     "tokens_in": 0,
@@ -188,6 +214,9 @@ def run_execute(*, run_id: int, client: LLMClient | None = None) -> Run | None:
         if settings.AUTO_EXTRACT
         else []
     )
+    extra_issues = _form_issues(extractions)
+    if extra_issues and decision == Decision.AUTO_ACCEPT:
+        decision, stopped = Decision.ESCALATE_TO_SME, FORM_ISSUE_REASON
     comparison: dict[str, Any] = {}
     if decision != Decision.AUTO_ACCEPT:
         # The second opinion is only shown to a reviewer: compute it for packets alone.
@@ -248,7 +277,9 @@ def run_execute(*, run_id: int, client: LLMClient | None = None) -> Run | None:
             )
             outcome_ids["ground_truth_id"] = truth.pk
         else:
-            packet = review_services.packet_create(run=run, outcome=outcome, comparison=comparison)
+            packet = review_services.packet_create(
+                run=run, outcome=outcome, comparison=comparison, extra_issues=extra_issues
+            )
             outcome_ids["packet_id"] = packet.pk
         event_emit(
             kind=Event.RUN_DECIDED,

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 
-from config.extraction import ProcessingOptions, loop_config, packs
+from config.extraction import ProcessingOptions, form_templates, loop_config, packs
 from documents.models import Document, Page
 from engine import llm
 from engine.fields.segment import COMPLETED, extract_segment
@@ -334,13 +334,15 @@ def correction_fields(
             start_page=start,
             config=config,
             client=client,
+            forms=form_templates() if needs_text else [],
+            expected_year=options.expected_tax_year,
         )
         if result.status != COMPLETED:
             continue
         records.append(
             {
                 "segment": index,
-                "doc_type": doc_type.value,
+                "doc_type": result.doc_type,
                 "pages": [start, end],
                 "fields": {
                     name: {k: data.get(k) for k in FIELD_KEYS}

@@ -4,13 +4,23 @@ context, metrics, ground truth. No writes here."""
 from __future__ import annotations
 
 import re
-import statistics
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from django.db.models import Avg, Count, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import (
+    Avg,
+    Count,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+)
 from django.utils import timezone
 
+from config.aggregates import percentile
 from config.extraction import packs
 from documents.boxes import span_rects
 from documents.models import Document, Page
@@ -480,7 +490,8 @@ def _bars(rows: list[tuple[str, float]], *, width: int = 420, unit: str = "") ->
 
 
 def review_metrics() -> dict[str, Any]:
-    """Decision mix, auto-fix success, attempts, turnaround and reviewer agreement per type."""
+    """Decision mix, auto-fix success, attempts, turnaround and reviewer agreement per type,
+    all as SQL aggregates (medians in the database): no review or run is loaded into Python."""
     runs = Run.objects.filter(status=Run.Status.COMPLETED)
     decided = runs.aggregate(
         total=Count("pk"),
@@ -490,27 +501,35 @@ def review_metrics() -> dict[str, Any]:
         retried_accepted=Count("pk", filter=Q(attempts_count__gt=1, final_decision="AUTO_ACCEPT")),
         llm_calls=Avg("llm_calls"),
     )
-    attempts = sorted(runs.values_list("attempts_count", flat=True))
-    reviews = list(
-        Review.objects.filter(withdrawn_at__isnull=True)
-        .select_related("packet")
-        .only("outcome", "finished_at", "packet__created_at", "packet__dominant_type")
-    )
-    turnaround = [(r.finished_at - r.packet.created_at).total_seconds() / 3600 for r in reviews]
-    agreement: list[dict[str, Any]] = []
-    for t in DOC_TYPES:
-        mine = [r for r in reviews if r.packet.dominant_type == t.value]
-        if mine:
-            agreed = sum(r.outcome == Review.Outcome.VALIDATED for r in mine)
-            agreement.append(
-                {
-                    "type": DISPLAY_NAMES[t],
-                    "reviews": len(mine),
-                    "agreed": agreed,
-                    "rate": agreed / len(mine),
-                }
-            )
     total = decided["total"] or 0
+    median_attempts = percentile(runs, "attempts_count", 0.5) if total else None
+    # A withdrawn decision (undone, or reopened by an admin) no longer counts.
+    reviews = Review.objects.filter(finished_at__isnull=False, withdrawn_at__isnull=True)
+    turnaround = ExpressionWrapper(
+        F("finished_at") - F("packet__created_at"), output_field=DurationField()
+    )
+    median_turnaround = (
+        percentile(reviews, turnaround, 0.5, output_field=DurationField())
+        if reviews.exists()
+        else None
+    )
+    names = {t.value: DISPLAY_NAMES[t] for t in DOC_TYPES}
+    agreement = [
+        {
+            "type": names.get(row["packet__dominant_type"], row["packet__dominant_type"]),
+            "reviews": row["reviews"],
+            "agreed": row["agreed"],
+            "rate": row["agreed"] / row["reviews"],
+        }
+        for row in reviews.values("packet__dominant_type")
+        .annotate(
+            reviews=Count("pk"), agreed=Count("pk", filter=Q(outcome=Review.Outcome.VALIDATED))
+        )
+        .order_by("packet__dominant_type")
+        if row["reviews"]
+    ]
+    order = {name: i for i, name in enumerate(names.values())}
+    agreement.sort(key=lambda a: order.get(a["type"], len(order)))
     return {
         "documents": Document.objects.filter(status=Document.Status.READY).count(),
         "decided": decided,
@@ -518,8 +537,8 @@ def review_metrics() -> dict[str, Any]:
         "autofix_success": decided["retried_accepted"] / decided["retried"]
         if decided["retried"]
         else None,
-        "median_attempts": statistics.median(attempts) if attempts else None,
-        "turnaround_hours": statistics.median(turnaround) if turnaround else None,
+        "median_attempts": median_attempts,
+        "turnaround_hours": _hours(median_turnaround),
         "agreement": agreement,
         "decision_chart": _bars(
             [
@@ -533,3 +552,12 @@ def review_metrics() -> dict[str, Any]:
         ),
         "since": timezone.now() - timedelta(days=30),
     }
+
+
+def _hours(value: Any) -> float | None:
+    """A duration from the database (a timedelta; SQLite may give microseconds) in hours."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        return value.total_seconds() / 3600
+    return float(value) / 3_600_000_000

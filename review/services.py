@@ -16,7 +16,8 @@ from django.utils import timezone
 from config.errors import Refused
 from documents.models import Document
 from engine import pipeline
-from engine.schemas import SEVERITY_ORDER, ClassificationOutput, Severity
+from engine.schemas import SEVERITY_ORDER, ClassificationOutput, Severity, sort_issues
+from engine.schemas import Issue as EngineIssue
 from integrations.models import Event
 from integrations.services import event_emit
 from reliability.models import Run
@@ -101,18 +102,24 @@ def _history(outcome: pipeline.Outcome) -> list[dict[str, Any]]:
 
 
 def packet_create(
-    *, run: Run, outcome: pipeline.Outcome, comparison: dict[str, Any]
+    *,
+    run: Run,
+    outcome: pipeline.Outcome,
+    comparison: dict[str, Any],
+    extra_issues: list[EngineIssue] | None = None,
 ) -> ReviewPacket:
-    """The review packet of an escalated run: its best attempt, issues and history."""
+    """The review packet of an escalated run: its best attempt, issues and history.
+    ``extra_issues`` are raised after classification (a form for the wrong tax year)."""
     best = outcome.best
-    issues = [i.model_dump(mode="json") for i in best.verification.issues]
-    worst = min((SEVERITY_ORDER[i.severity] for i in best.verification.issues), default=2)
+    all_issues = sort_issues(list(best.verification.issues) + list(extra_issues or []))
+    issues = [i.model_dump(mode="json") for i in all_issues]
+    worst = min((SEVERITY_ORDER[i.severity] for i in all_issues), default=2)
     return ReviewPacket.objects.create(
         run=run,
         document=run.document,
         priority=worst,
         dominant_type=best.output.dominant_type_overall.value,
-        worst_severity=[s.value for s in Severity][worst] if best.verification.issues else "",
+        worst_severity=[s.value for s in Severity][worst] if all_issues else "",
         issue_count=len(issues),
         issue_codes=ReviewPacket.codes_of(issues),
         classification=best.output.model_dump(mode="json"),

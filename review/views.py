@@ -20,6 +20,7 @@ from config.http import HtmxHttpRequest, require_permission
 from documents.models import Document
 from documents.services import page_image_path
 from engine.schemas import DISPLAY_NAMES, ClassificationOutput, Severity
+from reliability.selectors import loop_monitoring
 from review import selectors, services
 from review.exports import (
     CONTENT_TYPES,
@@ -501,4 +502,5 @@ def export(request: HtmxHttpRequest) -> HttpResponse:
 @login_required
 def metrics(request: HtmxHttpRequest) -> HttpResponse:
     require_permission(request, "review.view_metrics")
-    return render(request, "review/metrics.html", selectors.review_metrics())
+    context = {**selectors.review_metrics(), "loop": loop_monitoring()}
+    return render(request, "review/metrics.html", context)

@@ -1,6 +1,12 @@
 """Score an extraction: completeness, accuracy, validity, consistency. Pure: no Django.
 
 overall = 0.30 completeness + 0.40 accuracy + 0.15 validity + 0.15 consistency
+
+Completeness is measured against what the document states, not against the template: a field
+whose label, section or cue is on the page but whose value was not read is ``missing`` and
+counts as a miss; a field the document does not state (``not_present``) is left out of the
+measure instead of being counted as a success. So a report that says "Nottingham grade 2" and
+an extraction without a grade scores low, and a benign biopsy without a grade does not.
 """
 
 from __future__ import annotations
@@ -11,7 +17,16 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from engine.fields.offline_extractor import AMBIGUOUS, FOUND, NOT_PRESENT, ExtractedField
+from engine.fields.finders import presence
+from engine.fields.offline_extractor import (
+    AMBIGUOUS,
+    FOUND,
+    MISSING,
+    NOT_PRESENT,
+    ExtractedField,
+    outline_for,
+)
+from engine.fields.sections import Outline
 from engine.fields.templates import TIER_WEIGHTS, FieldSpec, Template, Tier
 from engine.grounding import find_snippet, normalise
 
@@ -54,8 +69,8 @@ class Evaluation:
 def _grade(v: str) -> bool:
     return bool(
         re.search(
-            r"\b([123]|I{1,3}|(well|moderately|poorly)[\s-]differentiated|"
-            r"(low|high)[\s-]grade)\b",
+            r"\b(?:G\s?[1-4X]|[1-4]|I{1,3}|IV|(?:well|moderately|poorly|un)[\s-]*differentiated"
+            r"|(?:low|intermediate|high)(?:[\s-]grade)?)\b",
             v,
             re.IGNORECASE,
         )
@@ -63,18 +78,33 @@ def _grade(v: str) -> bool:
 
 
 def _receptor(v: str) -> bool:
-    return bool(re.search(r"\b(positive|negative|\d{1,3}\s*%)", v, re.IGNORECASE))
+    return bool(
+        re.search(
+            r"\b(?:positive|negative|pos|neg)\b|\d{1,3}\s*%|allred|h-?score|\b\d/8\b"
+            r"|(?:ER|PR|PgR)\s*\(?[+-]",
+            v,
+            re.IGNORECASE,
+        )
+    )
 
 
 def _her2(v: str) -> bool:
-    return bool(re.search(r"\b(positive|negative|equivocal|[0-3]\+)", v, re.IGNORECASE))
+    return bool(
+        re.search(
+            r"\b(?:positive|negative|equivocal|indeterminate|amplified|non-?amplified)\b"
+            r"|\b[0-3]\s*\+|score\s*(?:of\s*)?[0-3]\b|\bratio\b|^\s*[0-3]\s*$",
+            v,
+            re.IGNORECASE,
+        )
+    )
 
 
 def _msi(v: str) -> bool:
     return bool(
         re.fullmatch(
-            r"(MSI-H|MSI-L|MSS|microsatellite stable|"
-            r"microsatellite instability-high)",
+            r"(?:MSI[-\s]?(?:H|High|L|Low|stable)|MSS|MS[-\s]?stable|microsatellite\s+stable"
+            r"|microsatellite\s+unstable|(?:microsatellite\s+)?instability[-\s](?:high|low)"
+            r"|stable|unstable|high|low|equivocal|indeterminate|not\s+detected)",
             v.strip(),
             re.IGNORECASE,
         )
@@ -82,11 +112,20 @@ def _msi(v: str) -> bool:
 
 
 def _tmb(v: str) -> bool:
-    return bool(re.fullmatch(r"\d+(\.\d+)?", v.strip()))
+    return bool(
+        re.fullmatch(
+            r"(?:(?:high|low|intermediate)\s*[|,;:(]?\s*)?\d+(?:\.\d+)?\s*"
+            r"(?:mut(?:ation)?s?\s*/\s*(?:mb|megabase)|mutations?\s+per\s+(?:mb|megabase)|muts?/mb"
+            r"|m/mb|/\s*mb)?\)?"
+            r"|TMB[-\s](?:high|low|intermediate)|high|low|intermediate",
+            v.strip(),
+            re.IGNORECASE,
+        )
+    )
 
 
 def _measurement(v: str) -> bool:
-    return bool(re.search(r"\d\s*(mm|cm|ml)\b", v, re.IGNORECASE))
+    return bool(re.search(r"\d\s*(mm|cm|ml|cc)\b", v, re.IGNORECASE))
 
 
 def _tax_year(v: str) -> bool:
@@ -111,8 +150,12 @@ VALIDITY_RULES: dict[str, Callable[[str], bool]] = {
 FORMAT_RULES: dict[str, Callable[[str], bool]] = {
     "number": lambda v: bool(re.fullmatch(r"-?\d+(\.\d+)?", v.strip())),
     "percentage": lambda v: (
-        bool(re.fullmatch(r"\d{1,3}(\.\d+)?\s*%", v.strip()))
-        and float(re.sub(r"[^\d.]", "", v)) <= 100
+        bool(
+            re.fullmatch(
+                r"[<>]?\s*\d{1,3}(\.\d+)?\s*%?(\s*(-|to)\s*\d{1,3}(\.\d+)?)?\s*%", v.strip()
+            )
+        )
+        and all(float(n) <= 100 for n in re.findall(r"\d+(?:\.\d+)?", v))
     ),
     "currency": lambda v: bool(
         re.fullmatch(r"\$?\s?\d{1,3}(,\d{3})*(\.\d{2})?|\$?\s?\d+(\.\d{2})?", v.strip())
@@ -135,9 +178,18 @@ def _money(v: Any) -> float | None:
 
 
 # -- consistency rules, by name ------------------------------------------------------------------
+# Each sees the fields and the document's outline, so a rule about a value the report does not
+# state ("no grade for a carcinoma") fires only when the report does state it.
 
 
-def _carcinoma_without_grade(f: dict[str, ExtractedField]) -> str | None:
+def _stated(template: Template, name: str, outline: Outline) -> bool:
+    spec = next((s for s in template.fields if s.name == name), None)
+    return spec is not None and presence(spec, outline) is not None
+
+
+def _carcinoma_without_grade(
+    f: dict[str, ExtractedField], template: Template, outline: Outline
+) -> str | None:
     histology = f.get("histology")
     grade = f.get("grade")
     if (
@@ -145,19 +197,29 @@ def _carcinoma_without_grade(f: dict[str, ExtractedField]) -> str | None:
         and histology.status == FOUND
         and re.search(r"carcinoma", str(histology.value), re.IGNORECASE)
         and not (grade and grade.status == FOUND)
+        and _stated(template, "grade", outline)
     ):
-        return "The histology is a carcinoma but no grade was extracted."
+        return "The histology is a carcinoma and the report grades it, but no grade was extracted."
     return None
 
 
-def _mutations_without_msi(f: dict[str, ExtractedField]) -> str | None:
+def _mutations_without_msi(
+    f: dict[str, ExtractedField], template: Template, outline: Outline
+) -> str | None:
     mutations, msi = f.get("mutations"), f.get("msi_status")
-    if mutations and mutations.status == FOUND and not (msi and msi.status == FOUND):
-        return "Mutations were extracted but no MSI status."
+    if (
+        mutations
+        and mutations.status == FOUND
+        and not (msi and msi.status == FOUND)
+        and _stated(template, "msi_status", outline)
+    ):
+        return "Mutations were extracted and the report states an MSI status, but none was read."
     return None
 
 
-def _ss_wages_above_wages(f: dict[str, ExtractedField]) -> str | None:
+def _ss_wages_above_wages(
+    f: dict[str, ExtractedField], template: Template, outline: Outline
+) -> str | None:
     wages, ss = f.get("wages"), f.get("social_security_wages")
     if wages and ss and wages.status == FOUND and ss.status == FOUND:
         a, b = _money(wages.value), _money(ss.value)
@@ -169,13 +231,20 @@ def _ss_wages_above_wages(f: dict[str, ExtractedField]) -> str | None:
     return None
 
 
-def _blank_form(f: dict[str, ExtractedField]) -> str | None:
-    if f and all(x.status != FOUND for x in f.values()):
-        return "Every field is empty: this looks like a blank form."
+BLANK_FORM = "Every field is empty: this looks like a blank form."
+
+
+def _blank_form(f: dict[str, ExtractedField], template: Template, outline: Outline) -> str | None:
+    """No box is filled in; what a blank form prints (its name, its year) does not count."""
+    printed = {s.name for s in template.fields if s.printed}
+    boxes = [x for name, x in f.items() if name not in printed]
+    if f and all(x.status != FOUND for x in boxes):
+        return BLANK_FORM
     return None
 
 
-CONSISTENCY_RULES: dict[str, Callable[[dict[str, ExtractedField]], str | None]] = {
+ConsistencyRule = Callable[[dict[str, ExtractedField], Template, Outline], "str | None"]
+CONSISTENCY_RULES: dict[str, ConsistencyRule] = {
     "carcinoma_without_grade": _carcinoma_without_grade,
     "mutations_without_msi": _mutations_without_msi,
     "ss_wages_above_wages": _ss_wages_above_wages,
@@ -193,23 +262,48 @@ def _values(value: Any) -> list[str]:
 
 
 def _value_in(value: str, snippet_norm: str) -> bool:
-    """The value is quoted in the snippet; formatting aside, its numbers must all be there."""
+    """The value is quoted in the snippet; formatting aside, its numbers must all be there;
+    a value put together from two places ("TP53" and "R248W" on a form's two lines) must
+    have every word in the snippet, in order."""
     if normalise(value).text in snippet_norm:
         return True
     digits = _DIGITS.findall(value)
-    return bool(digits) and all(d in snippet_norm for d in digits)
+    if (
+        digits
+        and all(d in snippet_norm for d in digits)
+        and not re.search(r"[a-z]{3}", value.lower())
+    ):
+        return True
+    words = re.findall(r"[a-z0-9*+>.]+", normalise(value).text)
+    position = 0
+    for word in words:
+        found = snippet_norm.find(word, position)
+        if found < 0:
+            return False
+        position = found + len(word)
+    return bool(words)
+
+
+def _on_page(snippet: str, page: int | None, pages: list[str]) -> bool:
+    candidates = [pages[page - 1]] if page and 1 <= page <= len(pages) else pages
+    return any(find_snippet(snippet, text) is not None for text in candidates)
 
 
 def _grounded(extracted: ExtractedField, pages: list[str]) -> bool:
-    """The value is in its snippet, and the snippet is on its page (deterministic)."""
+    """The value is in its snippet, and the snippet is on its page (deterministic). A list's
+    values may each come with their own snippet (``snippets``), found on any page."""
+    values = _values(extracted.value)
+    if extracted.snippets and len(extracted.snippets) == len(values):
+        return all(
+            _value_in(v, normalise(s).text) and _on_page(s, None, pages)
+            for v, s in zip(values, extracted.snippets, strict=True)
+        )
     if not extracted.snippet:
         return False
     snippet_norm = normalise(extracted.snippet).text
-    if not all(_value_in(v, snippet_norm) for v in _values(extracted.value)):
+    if not all(_value_in(v, snippet_norm) for v in values):
         return False
-    page = extracted.page
-    candidates = [pages[page - 1]] if page and 1 <= page <= len(pages) else pages
-    return any(find_snippet(extracted.snippet, text) is not None for text in candidates)
+    return _on_page(extracted.snippet, extracted.page, pages)
 
 
 def _valid(spec: FieldSpec, extracted: ExtractedField) -> tuple[bool, str]:
@@ -225,7 +319,16 @@ def _valid(spec: FieldSpec, extracted: ExtractedField) -> tuple[bool, str]:
     return True, ""
 
 
+def status_of(spec: FieldSpec, extracted: ExtractedField, outline: Outline) -> str:
+    """The field's status as the evaluator sees it: a "not present" answer (from any
+    extractor, an LLM included) is missing when the document states the field."""
+    if extracted.status == NOT_PRESENT and presence(spec, outline) is not None:
+        return MISSING
+    return extracted.status
+
+
 def evaluate(template: Template, fields: dict[str, ExtractedField], pages: list[str]) -> Evaluation:
+    outline = outline_for(pages)
     scores: dict[str, FieldScore] = {}
     issues: list[dict[str, str]] = []
     missing: list[str] = []
@@ -233,13 +336,27 @@ def evaluate(template: Template, fields: dict[str, ExtractedField], pages: list[
     found = grounded = valid = 0
     for spec in template.fields:
         extracted = fields.get(spec.name) or ExtractedField(spec.name)
+        status = status_of(spec, extracted, outline)
         weight = TIER_WEIGHTS[spec.tier]
-        weight_total += weight
-        credit = {FOUND: 1.0, NOT_PRESENT: 1.0, AMBIGUOUS: 0.5}.get(extracted.status, 0.0)
-        score = FieldScore(spec.name, spec.tier.value, extracted.status, credit, None, None)
-        if extracted.status == NOT_PRESENT and spec.tier != Tier.OPTIONAL:
-            missing.append(spec.name)  # not penalised, but worth a second, wider look
-        if extracted.status == AMBIGUOUS:
+        credit = {FOUND: 1.0, AMBIGUOUS: 0.5}.get(status, 0.0)
+        score = FieldScore(spec.name, spec.tier.value, status, credit, None, None)
+        if status != NOT_PRESENT:
+            # Only what the document states is measured: found, ambiguous or missing.
+            weight_total += weight
+            credit_total += weight * credit
+        if status == MISSING:
+            missing.append(spec.name)
+            issues.append(
+                {
+                    "severity": MAJOR if spec.tier != Tier.OPTIONAL else MINOR,
+                    "field": spec.name,
+                    "message": "The document states this field (its label or section is on "
+                    "the page) but no value was extracted.",
+                }
+            )
+        elif status == NOT_PRESENT and spec.tier == Tier.REQUIRED:
+            missing.append(spec.name)  # not stated: not penalised, but worth a wider look
+        if status == AMBIGUOUS:
             issues.append(
                 {
                     "severity": MINOR,
@@ -247,7 +364,7 @@ def evaluate(template: Template, fields: dict[str, ExtractedField], pages: list[
                     "message": "Several different values were found.",
                 }
             )
-        if extracted.status in (FOUND, AMBIGUOUS):
+        if status in (FOUND, AMBIGUOUS):
             found += 1
             score.grounded = _grounded(extracted, pages)
             grounded += score.grounded
@@ -266,7 +383,6 @@ def evaluate(template: Template, fields: dict[str, ExtractedField], pages: list[
             if not score.valid:
                 score.problems.append(problem)
                 issues.append({"severity": MAJOR, "field": spec.name, "message": problem})
-        credit_total += weight * credit
         scores[spec.name] = score
     required_found = sum(
         1
@@ -283,12 +399,18 @@ def evaluate(template: Template, fields: dict[str, ExtractedField], pages: list[
             }
         )
     violations = [
-        m for name in template.consistency if (m := CONSISTENCY_RULES[name](fields)) is not None
+        m
+        for name in template.consistency
+        if (m := CONSISTENCY_RULES[name](fields, template, outline)) is not None
     ]
     for message in violations:
         issues.append({"severity": MAJOR, "field": "", "message": message})
     completeness = credit_total / weight_total if weight_total else 0.0
     if required_found < template.min_required:
+        completeness *= 0.5
+    if any(scores[s.name].status == MISSING and s.tier != Tier.OPTIONAL for s in template.fields):
+        # A required or important value the document states and the extraction lacks is a
+        # known gap: the extraction is not complete, whatever else it found.
         completeness *= 0.5
     accuracy = grounded / found if found else 0.0
     validity = valid / found if found else 0.0

@@ -4,21 +4,30 @@ called once per iteration with (prompt, feedback, flagged fields, iteration)."""
 
 from __future__ import annotations
 
-from engine.fields.loop import Extractor
-from engine.fields.offline_extractor import ExtractedField, extract
-from engine.fields.templates import Template
+from engine.fields.finders import MAX_LEVEL
+from engine.fields.forms import CRITICAL_FIELDS, FormFiller
+from engine.fields.loop import Extractor, base_prompt
+from engine.fields.offline_extractor import ExtractedField, extract, hits_at, outline_for
+from engine.fields.templates import Template, Tier
 from engine.llm.errors import LLMError
 from engine.protocols import LLMClient
 
 
 def offline_extractor(template: Template, pages: list[str]) -> Extractor:
     levels: dict[str, int] = {}
+    outline = outline_for(pages)
 
     def run(
         prompt: str, feedback: str | None, flagged: list[str], iteration: int
     ) -> dict[str, ExtractedField]:
-        for name in flagged:  # widen the search only where the evaluator asked
-            levels[name] = levels.get(name, 0) + 1
+        # Widen the search only where the evaluator asked, to the next level that reads
+        # something for the field (or the widest, when none does).
+        for name in flagged:
+            spec = template.field(name)
+            for level in range(levels.get(name, 0) + 1, MAX_LEVEL + 1):
+                levels[name] = level
+                if hits_at(spec, outline, level):
+                    break
         return extract(template, pages, levels=dict(levels))
 
     return run
@@ -54,3 +63,22 @@ def gemini_extractor(client: LLMClient, template: Template, pages: list[str]) ->
         return fields
 
     return run
+
+
+def gemini_filler(client: LLMClient) -> FormFiller:
+    """Form filling with ``extract_fields``: each attempt's feedback (the alternatives to
+    consider, then the critical fields only) is added to the template's prompt."""
+
+    def fill(
+        template: Template, pages: list[str], strategy: str, feedback: str
+    ) -> dict[str, ExtractedField]:
+        asked = template
+        if strategy == CRITICAL_FIELDS:
+            asked = template.model_copy(
+                update={"fields": [f for f in template.fields if f.tier == Tier.REQUIRED]}
+            )
+        prompt = base_prompt(asked) + (f"\n\n{feedback}" if feedback else "")
+        fields = gemini_extractor(client, asked, pages)(prompt, feedback or None, [], 0)
+        return {s.name: fields.get(s.name) or ExtractedField(s.name) for s in template.fields}
+
+    return fill

@@ -1,25 +1,34 @@
-"""Deterministic field extraction from a template's formats and location hints. Pure: no Django.
+"""Deterministic field extraction from a template's finders, formats and labels. Pure: no
+Django.
 
-Three search levels, tried in order for each field:
-  0. a label and its value on the same line ("Nottingham grade 2", "ER: positive");
-  1. a label on a line of its own and the section below it ("FINDINGS" then the paragraph);
-  2. the value's own pattern anywhere (a date, an SSN, "MSS"), for formats distinctive enough.
+Three search levels, tried in order for each field (see ``finders`` for what each level reads
+for clinical fields):
+  0. labels and sections: a label and its value on the same line ("Nottingham grade 2",
+     "ER: positive"), the text of the section under a header ("FINDINGS" then the paragraph);
+  1. label lines on forms (the value on the next line) and sentences that name the field;
+  2. the value's own pattern anywhere (a date, an SSN, "MSS", "poorly differentiated").
 A single pass uses level 0 only. The optimizer raises the level for the fields the evaluator
 flags, so each iteration can find more without re-deciding what it already found.
+
+A field whose label, section or cue is on the page but whose value was not read is
+``missing``; ``not_present`` means the document does not state it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any
 
+from engine.fields.finders import FINDERS, MAX_LEVEL, Hit, presence
+from engine.fields.sections import Outline
 from engine.fields.templates import FieldSpec, Template
 
 FOUND = "found"
 NOT_PRESENT = "not_present"
 AMBIGUOUS = "ambiguous"
-MAX_LEVEL = 2
+MISSING = "missing"
 MIN_UNLABELLED_CHARS = 4
 CONFIDENCE_BY_LEVEL = {0: 0.9, 1: 0.8, 2: 0.6}
 
@@ -31,7 +40,9 @@ FORMAT_PATTERNS: dict[str, str] = {
         r"\b(?:\d{1,2}/\d{1,2}/\d{2,4}|\d{4}-\d{2}-\d{2}"
         rf"|{_MONTHS}\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\s+{_MONTHS}\s+\d{{4}})\b"
     ),
-    "currency": r"\$?\s?\d{1,3}(?:,\d{3})*(?:\.\d{2})?|\$?\s?\d+(?:\.\d{2})?",
+    # An amount shows it is money: a dollar sign, thousands separators or cents (a bare "3"
+    # next to a label is the form's box number).
+    "currency": r"\$\s?\d[\d,]*(?:\.\d{2})?|\b\d{1,3}(?:,\d{3})+(?:\.\d{2})?|\b\d+\.\d{2}\b",
     "ssn": r"\b(?:\d{3}|[Xx*]{3})-(?:\d{2}|[Xx*]{2})-\d{4}\b",
     "ein": r"\b\d{2}-\d{7}\b",
     "year": r"\b(?:19|20)\d{2}\b",
@@ -52,9 +63,23 @@ class ExtractedField:
     snippet: str = ""
     page: int | None = None
     level: int | None = None
+    snippets: list[str] = field(default_factory=list)  # one per value of a multiple field
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@lru_cache(maxsize=16)
+def _outline(pages: tuple[str, ...]) -> Outline:
+    return Outline(list(pages))
+
+
+def outline_for(pages: list[str]) -> Outline:
+    """The parsed layout of these pages (cached: the loop reads the same pages many times)."""
+    return _outline(tuple(pages))
+
+
+# -- fields without a finder: labels and the value's format (forms, tax boxes) ---------------------
 
 
 def _label_pattern(labels: list[str]) -> re.Pattern[str]:
@@ -118,7 +143,7 @@ def _find(spec: FieldSpec, pages: list[str], level: int) -> list[tuple[Any, str,
                     value = _parse(spec, tail)
                     if value is not None:
                         hits.append((value, text[line_start:line_end].strip(), number))
-                elif not tail.strip(" \t:-"):
+                elif not re.sub(r"\([^)\n]*\)", "", tail).strip(" \t:-"):  # "... (EIN)"
                     a, b = _section_after(text, line_end)
                     value = _parse(spec, text[a:b])
                     if value is not None:
@@ -159,25 +184,66 @@ def _snippet_for(text: str, values: list[str]) -> str:
     return text[a:b].strip()
 
 
-def extract_field(spec: FieldSpec, pages: list[str], *, max_level: int) -> ExtractedField:
+def labelled_format_hits(spec: FieldSpec, outline: Outline) -> list[Hit]:
+    """A label with a value of the field's format after it, on its line or below it (the
+    presence of a form's box that is filled in)."""
+    hits = _find(spec, outline.pages, 0) or _find(spec, outline.pages, 1)
+    return [Hit(v, s, p) for v, s, p in hits]
+
+
+# -- extraction ------------------------------------------------------------------------------------
+
+
+def hits_at(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
+    """Every place this field is read at exactly this level."""
+    finder = FINDERS.get(spec.finder) if spec.finder else None
+    if finder is None and spec.format == "text" and spec.labels != ["@first_line"]:
+        finder = FINDERS["text"]
+    if finder is not None:
+        return finder(spec, outline, level)
+    return [Hit(v, s, p) for v, s, p in _find(spec, outline.pages, level)]
+
+
+def extract_field(
+    spec: FieldSpec, pages: list[str], *, max_level: int, outline: Outline | None = None
+) -> ExtractedField:
+    outline = outline or outline_for(pages)
     for level in range(0, max_level + 1):
-        hits = _find(spec, pages, level)
+        hits = hits_at(spec, outline, level)
         if not hits:
             continue
-        value, snippet, page = hits[0]
+        confidence = CONFIDENCE_BY_LEVEL[level]
         if spec.multiple:
             merged: list[str] = []
-            for v, _, _ in hits:
-                merged.extend(x for x in (v if isinstance(v, list) else [v]) if x not in merged)
+            snippets: list[str] = []
+            for hit in hits:
+                for v in hit.value if isinstance(hit.value, list) else [hit.value]:
+                    if v not in merged:
+                        merged.append(v)
+                        snippets.append(hit.snippet)
+            first = hits[0]
             return ExtractedField(
-                spec.name, merged, FOUND, CONFIDENCE_BY_LEVEL[level], snippet, page, level
+                spec.name, merged, FOUND, confidence, first.snippet, first.page, level, snippets
             )
-        distinct = {str(v).lower() for v, _, _ in hits}
+        if spec.finder:
+            best = min(hits, key=lambda h: (h.rank, h.page, h.offset))
+            return ExtractedField(
+                spec.name, best.value, FOUND, confidence, best.snippet, best.page, level
+            )
+        first = hits[0]
+        distinct = {str(h.value).lower() for h in hits}
         if len(distinct) > 1 and spec.format not in {"text", "date"}:
-            return ExtractedField(spec.name, value, AMBIGUOUS, 0.5, snippet, page, level)
+            return ExtractedField(
+                spec.name, first.value, AMBIGUOUS, 0.5, first.snippet, first.page, level
+            )
         return ExtractedField(
-            spec.name, value, FOUND, CONFIDENCE_BY_LEVEL[level], snippet, page, level
+            spec.name, first.value, FOUND, confidence, first.snippet, first.page, level
         )
+    cue = presence(spec, outline)
+    if cue is not None:
+        # The document states this field (its label or cue is on the page) but no value was
+        # read: report it as missing, with the text that shows it is there.
+        return ExtractedField(spec.name, None, MISSING, 0.0, cue.snippet, cue.page, None)
     return ExtractedField(spec.name)
 
 
@@ -190,9 +256,13 @@ def extract(
 ) -> dict[str, ExtractedField]:
     """Extract every field; ``levels`` raises the search level of chosen fields."""
     levels = levels or {}
+    outline = outline_for(pages)
     return {
         spec.name: extract_field(
-            spec, pages, max_level=min(MAX_LEVEL, levels.get(spec.name, default_level))
+            spec,
+            pages,
+            max_level=min(MAX_LEVEL, levels.get(spec.name, default_level)),
+            outline=outline,
         )
         for spec in template.fields
     }

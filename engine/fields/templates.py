@@ -52,6 +52,18 @@ class FieldSpec(BaseModel):
     location: str = ""  # free-text hint for an LLM, e.g. "box 1" or "FINAL DIAGNOSIS section"
     validity: str = ""  # name of a validity rule in evaluator.VALIDITY_RULES
     multiple: bool = False  # a list of values (e.g. mutations)
+    printed: bool = False  # printed on the blank form (its name, its year): not a filled box
+    finder: str = ""  # a reader in finders.FINDERS ("grade", "variants"); "" = by format
+    cues: list[str] = Field(
+        default_factory=list,
+        description="Regexes (case-insensitive) that show the document states this field: "
+        "found with no value extracted, the field is missing, not absent.",
+    )
+    # Where a cue counts: anywhere; outside history, indication and comparison sections (a
+    # report's results); or in the opening history only (the reason for a visit).
+    cue_scope: Literal["document", "results", "opening"] = "results"
+    extent: Literal["line", "sentence", "section"] = "section"  # how much text a value takes
+    max_chars: int = Field(1500, ge=20)
 
     @model_validator(mode="after")
     def _format_needs(self) -> FieldSpec:
@@ -61,6 +73,11 @@ class FieldSpec(BaseModel):
             if not self.pattern:
                 raise ValueError(f"field {self.name}: a regex format needs a pattern")
             re.compile(self.pattern)
+        for cue in self.cues:
+            try:
+                re.compile(cue)
+            except re.error as exc:
+                raise ValueError(f"field {self.name}: cue {cue!r} is not a regex ({exc})") from exc
         return self
 
 
@@ -100,9 +117,19 @@ class TemplateError(Exception):
 
 def load_pack(path: Path) -> Pack:
     try:
-        return Pack.model_validate(json.loads(path.read_text()))
+        pack = Pack.model_validate(json.loads(path.read_text()))
     except (OSError, ValueError) as exc:
         raise TemplateError(f"Template pack {path.name} is invalid: {exc}") from exc
+    from engine.fields.finders import FINDERS  # the finders read FieldSpec: import late
+
+    for template in pack.templates:
+        for spec in template.fields:
+            if spec.finder and spec.finder not in FINDERS:
+                raise TemplateError(
+                    f"Template pack {path.name} is invalid: field {spec.name} names an unknown "
+                    f"finder {spec.finder!r} (known: {', '.join(sorted(FINDERS))})."
+                )
+    return pack
 
 
 @lru_cache(maxsize=8)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -38,14 +39,33 @@ class GeminiStub:
         self.script: deque[tuple[int, dict[str, Any]]] = deque()
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        # Answer from the request itself (concurrent calls arrive in any order): a function of
+        # the request's JSON returning (status, body); the script is used when it is None.
+        self.responder: Callable[[dict[str, Any]], tuple[int, dict[str, Any]]] | None = None
+        self.in_flight = self.max_in_flight = 0
+        self._lock = threading.Lock()
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
-                stub.requests.append(json.loads(self.rfile.read(length) or b"{}"))
-                stub.paths.append(self.path)
-                status, body = stub.script.popleft() if stub.script else error(500, "no script")
+                request = json.loads(self.rfile.read(length) or b"{}")
+                with stub._lock:
+                    stub.requests.append(request)
+                    stub.paths.append(self.path)
+                    stub.in_flight += 1
+                    stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
+                try:
+                    if stub.responder is not None:
+                        status, body = stub.responder(request)
+                    else:
+                        with stub._lock:
+                            status, body = (
+                                stub.script.popleft() if stub.script else error(500, "no script")
+                            )
+                finally:
+                    with stub._lock:
+                        stub.in_flight -= 1
                 payload = json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

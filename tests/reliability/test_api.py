@@ -143,7 +143,7 @@ def test_submit_poll_and_fetch_the_result_with_loop_history(live_server, token):
     assert result["type"] == "pathology"
     [segment] = result["fields"]
     fields = segment["fields"]
-    assert fields["grade"]["value"] == "2" and fields["grade"]["status"] == "found"
+    assert fields["grade"]["value"] == "Nottingham grade 2" and fields["grade"]["status"] == "found"
     assert fields["ki67"]["value"] == "20%"
     assert fields["report_date"]["value"] == "03/14/2025"
     loop = segment["loop"]
@@ -184,6 +184,7 @@ def test_the_openapi_schema_is_served_and_describes_every_path(live_server):
         "/api/v1/documents/{document_id}/",
         "/api/v1/documents/{document_id}/result/",
         "/api/v1/documents/{document_id}/fhir/",
+        "/api/v1/evaluate/",
         "/api/v1/ground-truth/",
     }
     export = schema["paths"]["/api/v1/ground-truth/"]["get"]

@@ -477,3 +477,21 @@ def test_the_metrics_page_shows_the_figures(admin_user, reviewer):
     assert "Escalation rate" in body and "<svg" in body
     assert response.context["decided"]["escalated"] == 1
     assert response.context["agreement"][0]["rate"] == 1.0
+
+
+def test_metrics_medians_are_computed_by_the_database(admin_user, reviewer, other_reviewer):
+    first, second = make_packet(sha="1"), make_packet(sha="2")
+    login(reviewer).post(reverse("review:validate", args=[first.pk]))
+    assert (
+        login(other_reviewer)
+        .post(reverse("review:correct", args=[second.pk]), correction())
+        .status_code
+        == 302
+    )
+    now = timezone.now()
+    for packet, hours in ((first, 2), (second, 4)):
+        ReviewPacket.objects.filter(pk=packet.pk).update(created_at=now - timedelta(hours=hours))
+        Review.objects.filter(packet=packet).update(finished_at=now)
+    response = login(admin_user).get(reverse("review:metrics"))
+    assert response.context["turnaround_hours"] == pytest.approx(3.0)
+    assert [(a["reviews"], a["agreed"]) for a in response.context["agreement"]] == [(2, 1)]

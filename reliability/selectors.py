@@ -1,0 +1,161 @@
+"""Reads of the reliability tables for the pages: the extraction loop's monitoring. Every
+figure is an SQL aggregate; no row is loaded into Python."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Avg, Count, F, FloatField, Q
+from django.db.models.functions import Cast
+from django.utils import timezone
+
+from config.aggregates import percentile
+from reliability.models import Extraction
+
+SCORE_BANDS = (
+    (0.0, 0.5, "below 0.50"),
+    (0.5, 0.7, "0.50-0.70"),
+    (0.7, 0.8, "0.70-0.80"),
+    (0.8, 0.9, "0.80-0.90"),
+    (0.9, 0.95, "0.90-0.95"),
+    (0.95, 1.01, "0.95 and above"),
+)
+
+
+@dataclass(frozen=True)
+class Alert:
+    key: str
+    label: str
+    value: float | None
+    threshold: float
+    direction: str  # "max": warn above the threshold; "min": warn below it
+
+    @property
+    def crossed(self) -> bool:
+        if self.value is None:
+            return False
+        if self.direction == "max":
+            return self.value > self.threshold
+        return self.value < self.threshold
+
+    @property
+    def rule(self) -> str:
+        return f"{'at most' if self.direction == 'max' else 'at least'} {self.threshold:g}"
+
+
+def loop_monitoring(*, now: datetime | None = None) -> dict[str, Any]:
+    """The evaluator-optimizer loop over completed extractions of the monitoring window:
+    iterations per extraction, final scores, threshold-met rate, processing time (p50, p95),
+    mean improvement per extra iteration, each against its alert threshold."""
+    now = now or timezone.now()
+    rows = Extraction.objects.filter(status=Extraction.Status.COMPLETED, final_score__isnull=False)
+    days = settings.LOOP_MONITORING_DAYS
+    if days:
+        rows = rows.filter(created_at__gte=now - timedelta(days=days))
+    per_iteration = (F("final_score") - F("first_score")) / Cast(
+        F("iterations_count") - 1, output_field=FloatField()
+    )
+    totals = rows.aggregate(
+        count=Count("pk"),
+        mean_iterations=Avg("iterations_count"),
+        mean_score=Avg("final_score"),
+        met=Count("pk", filter=Q(met_threshold=True)),
+        improved_rows=Count("pk", filter=Q(iterations_count__gt=1, first_score__isnull=False)),
+        mean_improvement=Avg(
+            per_iteration,
+            filter=Q(iterations_count__gt=1, first_score__isnull=False),
+            output_field=FloatField(),
+        ),
+        **{
+            f"band_{index}": Count("pk", filter=Q(final_score__gte=low, final_score__lt=high))
+            for index, (low, high, _) in enumerate(SCORE_BANDS)
+        },
+    )
+    count = totals["count"] or 0
+    counts = rows.values("iterations_count").annotate(n=Count("pk"))
+    iterations = [
+        {"iterations": r["iterations_count"], "extractions": r["n"]}
+        for r in counts.order_by("iterations_count")
+    ]
+    by_type = [
+        {**row, "met_rate": row["met"] / row["extractions"]}
+        for row in rows.values("doc_type")
+        .annotate(
+            extractions=Count("pk"),
+            mean_score=Avg("final_score"),
+            met=Count("pk", filter=Q(met_threshold=True)),
+        )
+        .order_by("doc_type")
+    ]
+    stopped = list(
+        rows.values("stopped_reason").annotate(n=Count("pk")).order_by("-n", "stopped_reason")
+    )
+    met_rate = totals["met"] / count if count else None
+    p50 = percentile(rows, "seconds", 0.5) if count else None
+    p95 = percentile(rows, "seconds", 0.95) if count else None
+    alerts = [
+        Alert(
+            "mean_iterations",
+            "Mean iterations per extraction",
+            totals["mean_iterations"],
+            settings.LOOP_ALERT_MAX_MEAN_ITERATIONS,
+            "max",
+        ),
+        Alert(
+            "mean_score",
+            "Mean final score",
+            totals["mean_score"],
+            settings.LOOP_ALERT_MIN_MEAN_SCORE,
+            "min",
+        ),
+        Alert(
+            "threshold_met_rate",
+            "Threshold-met rate",
+            met_rate,
+            settings.LOOP_ALERT_MIN_THRESHOLD_MET_RATE,
+            "min",
+        ),
+        Alert(
+            "p95_seconds",
+            "Processing time p95 (s)",
+            p95,
+            settings.LOOP_ALERT_MAX_P95_SECONDS,
+            "max",
+        ),
+        Alert(
+            "mean_improvement",
+            "Mean improvement per extra iteration",
+            totals["mean_improvement"],
+            settings.LOOP_ALERT_MIN_IMPROVEMENT,
+            "min",
+        ),
+    ]
+    peak = max((r["extractions"] for r in iterations), default=0) or 1
+    band_peak = max((totals[f"band_{i}"] for i in range(len(SCORE_BANDS))), default=0) or 1
+    return {
+        "window_days": days,
+        "extractions": count,
+        "mean_iterations": totals["mean_iterations"],
+        "mean_score": totals["mean_score"],
+        "threshold_met_rate": met_rate,
+        "p50_seconds": p50,
+        "p95_seconds": p95,
+        "mean_improvement": totals["mean_improvement"],
+        "improved_extractions": totals["improved_rows"],
+        "iterations": [{**r, "width": round(300 * r["extractions"] / peak)} for r in iterations],
+        "score_bands": [
+            {
+                "band": name,
+                "extractions": totals[f"band_{index}"],
+                "width": round(300 * totals[f"band_{index}"] / band_peak),
+            }
+            for index, (_, _, name) in enumerate(SCORE_BANDS)
+        ],
+        "by_type": by_type,
+        "stopped": stopped,
+        "alerts": alerts,
+        "alerts_crossed": [a for a in alerts if a.crossed],
+    }
