@@ -7,16 +7,18 @@ interchangeable.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from engine.llm.client import CallRecord
+from engine.llm.delimiting import Delimited
 from engine.llm.operations import EvalResult
 from engine.schemas import ClassificationOutput
 
 T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
 
 
 class Classifier(Protocol):
@@ -39,9 +41,16 @@ class LLMClient(Protocol):
     model: str
     max_concurrency: int
     calls: list[CallRecord]
+    deadline: float | None  # time.monotonic() after which no call is started
 
     def generate(
-        self, *, prompt: str, schema: type[T], system: str = "", operation: str = "generate"
+        self,
+        *,
+        prompt: str,
+        schema: type[T],
+        system: str = "",
+        operation: str = "generate",
+        version: str = "",
     ) -> T: ...
 
     def usage(self) -> dict[str, Any]: ...
@@ -62,7 +71,14 @@ class LLMClient(Protocol):
     ) -> EvalResult: ...
 
     def extract_fields(
-        self, *, fields: dict[str, str], text: str, instructions: str = ""
+        self,
+        *,
+        fields: dict[str, str],
+        text: str | Delimited,
+        instructions: str = "",
+        feedback: str | None = None,
     ) -> EvalResult: ...
 
     def filter_batch(self, items: Sequence[dict[str, str]]) -> list[EvalResult]: ...
+
+    def concurrently(self, tasks: Sequence[Callable[[], R]]) -> list[R]: ...
