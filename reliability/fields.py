@@ -5,19 +5,26 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, cast
 
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
 from documents.models import Document
-from engine.fields.extractors import gemini_extractor, offline_extractor
+from engine.fields.extractors import (
+    answer_fields,
+    gemini_extractor,
+    offline_extractor,
+    prefilled_extractor,
+)
 from engine.fields.loop import LoopConfig, LoopResult, run_loop
-from engine.fields.templates import Pack, find_template, load_packs
-from engine.llm import LLMError
+from engine.fields.templates import Pack, Template, find_template, load_packs
+from engine.llm import LLMError, LLMUnavailable, run_concurrently
 from engine.pipeline import PRESETS
 from engine.protocols import LLMClient
-from engine.schemas import ClassificationOutput, DocType
+from engine.schemas import DOC_TYPES, ClassificationOutput, DocType
 from reliability.models import Extraction, ExtractionTemplate, Run
 
 logger = logging.getLogger(__name__)
@@ -65,6 +72,25 @@ def packs() -> dict[str, Pack]:
     return load_packs(tuple(settings.EXTRACTION_PACKS))
 
 
+def classification_templates(document: Document) -> list[Template]:
+    """The templates the classification call may fill in the same answer: one per document
+    type, from the packs in force; none when fields would not be extracted anyway."""
+    options = ProcessingOptions.model_validate(document.options or {})
+    if (
+        not settings.AUTO_EXTRACT
+        or document.quality == Document.Quality.LOW_OCR
+        or options.type_override is not None
+    ):
+        return []
+    loaded = packs()
+    found = [find_template(loaded, t.value) for t in DOC_TYPES]
+    return [t for t in found if t is not None]
+
+
+# Fields already given by the classification call, by (start page, end page, type).
+Prefilled = Mapping[tuple[int, int, str], Mapping[str, Mapping[str, Any]]]
+
+
 def templates_sync() -> int:
     count = 0
     for name, pack in packs().items():
@@ -91,13 +117,25 @@ def fields_extract(
     output: ClassificationOutput,
     preset: str,
     client: LLMClient | None = None,
+    prefilled: Prefilled | None = None,
+    single_pass: bool = False,
 ) -> list[Extraction]:
     """Extract fields for every segment of a classification. Computes only: the rows returned
-    are unsaved (no run yet), so an LLM extractor never runs inside a database transaction."""
+    are unsaved (no run yet), so an LLM extractor never runs inside a database transaction.
+
+    With an LLM, a segment whose fields the classification call already gave (same pages, same
+    type) starts from them: no call, unless the loop asks for a better iteration. Segments run
+    at once (up to the client's concurrency). LLMUnavailable propagates (the run waits); any
+    other LLM failure marks that segment's extraction failed. ``single_pass`` turns the loop
+    off (an escalated LLM run: a clinician reviews the fields, and the type may be wrong)."""
     options = ProcessingOptions.model_validate(document.options or {})
-    config = loop_config(options, preset)
+    config = loop_config(
+        options.model_copy(update={"enable_reliability_loop": False}) if single_pass else options,
+        preset,
+    )
     loaded = packs()
     rows = []
+    tasks: list[Callable[[], None]] = []
     for index, segment in enumerate(output.segments):
         doc_type = (options.type_override or segment.dominant_type).value
         row = Extraction(
@@ -120,37 +158,67 @@ def fields_extract(
             )
             continue
         segment_pages = pages[segment.start_page - 1 : segment.end_page]
-        started = time.perf_counter()
-        extractor = (
-            gemini_extractor(client, template, segment_pages)
-            if client is not None
-            else offline_extractor(template, segment_pages)
-        )
-        try:
-            result: LoopResult = run_loop(
-                template=template, pages=segment_pages, extractor=extractor, config=config
+        given = (prefilled or {}).get((segment.start_page, segment.end_page, doc_type))
+        tasks.append(
+            partial(
+                _extract_segment,
+                row=row,
+                template=template,
+                pages=segment_pages,
+                config=config,
+                client=client,
+                given=given,
+                version=_pack_version(loaded, doc_type),
             )
-        except LLMError as exc:
-            row.status = Extraction.Status.FAILED
-            row.refused_reason = f"The language model call failed: {exc}"
-            continue
-        row.status = Extraction.Status.COMPLETED
-        row.template_version = _pack_version(loaded, doc_type)
-        row.extractor = "gemini" if client is not None else "offline"
-        row.fields = {
-            k: {**v.as_dict(), "page": (v.page + segment.start_page - 1) if v.page else None}
-            for k, v in result.best.fields.items()
-        }
-        row.final_score = result.final_score
-        row.met_threshold = result.met_threshold
-        row.iterations_count = len(result.iterations)
-        row.iterations = [it.as_dict() for it in result.iterations]
-        row.stopped_reason = result.stopped_reason
-        row.warnings = [
-            i["message"] for i in result.best.evaluation.issues if i["severity"] != "minor"
-        ]
-        row.seconds = round(time.perf_counter() - started, 4)
+        )
+    run_concurrently(tasks, client.max_concurrency if client is not None else 1)
     return rows
+
+
+def _extract_segment(
+    *,
+    row: Extraction,
+    template: Template,
+    pages: Sequence[str],
+    config: LoopConfig,
+    client: LLMClient | None,
+    given: Mapping[str, Mapping[str, Any]] | None,
+    version: str,
+) -> None:
+    segment_pages = list(pages)
+    started = time.perf_counter()
+    extractor = (
+        gemini_extractor(client, template, segment_pages)
+        if client is not None
+        else offline_extractor(template, segment_pages)
+    )
+    if given is not None and client is not None:
+        extractor = prefilled_extractor(answer_fields(template, given, segment_pages), extractor)
+    try:
+        result: LoopResult = run_loop(
+            template=template, pages=segment_pages, extractor=extractor, config=config
+        )
+    except LLMUnavailable:
+        raise
+    except LLMError as exc:
+        row.status = Extraction.Status.FAILED
+        row.refused_reason = f"The language model call failed: {exc}"
+        return
+    first = row.start_page
+    row.status = Extraction.Status.COMPLETED
+    row.template_version = version
+    row.extractor = "gemini" if client is not None else "offline"
+    row.fields = {
+        k: {**v.as_dict(), "page": (v.page + first - 1) if v.page else None}
+        for k, v in result.best.fields.items()
+    }
+    row.final_score = result.final_score
+    row.met_threshold = result.met_threshold
+    row.iterations_count = len(result.iterations)
+    row.iterations = [it.as_dict() for it in result.iterations]
+    row.stopped_reason = result.stopped_reason
+    row.warnings = [i["message"] for i in result.best.evaluation.issues if i["severity"] != "minor"]
+    row.seconds = round(time.perf_counter() - started, 4)
 
 
 def fields_save(*, run: Run, rows: list[Extraction]) -> list[Extraction]:
