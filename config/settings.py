@@ -132,6 +132,8 @@ RQ_QUEUES = {
     },
 }
 JOB_RESULT_TTL = env_int("JOB_RESULT_TTL", 3600, minimum=0)
+# Workers import the job code and the Gemini SDK once, before forking a process per job.
+RQ = {"WORKER_CLASS": "config.worker.Worker"}
 
 GEMINI_API_KEY = env_str("GEMINI_API_KEY")
 

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -152,22 +153,16 @@ class GeminiClient(EvaluationOperations):
         deadline: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        from google import genai
         from google.genai import types
 
-        http_options = types.HttpOptions(
-            base_url=base_url or None,
-            timeout=int(timeout_seconds * 1000),
-            retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours, below
+        self._client = _genai_client(
+            api_key=api_key,
+            vertexai=vertexai,
+            project=project,
+            location=location,
+            base_url=base_url,
+            timeout_ms=int(timeout_seconds * 1000),
         )
-        if vertexai:
-            self._client = genai.Client(
-                vertexai=True, project=project, location=location, http_options=http_options
-            )
-        else:
-            if not api_key:
-                raise LLMError("GEMINI_API_KEY is not set.")
-            self._client = genai.Client(api_key=api_key, http_options=http_options)
         self._types = types
         self.model = model
         self.timeout_seconds = timeout_seconds
@@ -184,7 +179,6 @@ class GeminiClient(EvaluationOperations):
         self._sleep = sleep
         self._lock = threading.Lock()
         self._local = threading.local()
-        self._schemas: dict[type[BaseModel], str] = {}
         self.calls: list[CallRecord] = []
 
     # -- accounting ---------------------------------------------------------------------------
@@ -333,10 +327,7 @@ class GeminiClient(EvaluationOperations):
     # -- structured generation ----------------------------------------------------------------
 
     def _cache_key(self, *, system: str, prompt: str, schema: type[BaseModel]) -> str:
-        shape = self._schemas.get(schema)
-        if shape is None:
-            shape = json.dumps(schema.model_json_schema(), sort_keys=True)
-            self._schemas[schema] = shape
+        shape = _schema_shape(schema)
         payload = json.dumps(
             [self.model, system, prompt, shape, self.thinking_budget, 0.0], ensure_ascii=False
         )
@@ -453,6 +444,40 @@ class GeminiClient(EvaluationOperations):
             record(False, str(exc), _outcome(exc))
             raise
         raise AssertionError("unreachable")
+
+
+@lru_cache(maxsize=16)
+def _genai_client(
+    *,
+    api_key: str | None,
+    vertexai: bool,
+    project: str | None,
+    location: str | None,
+    base_url: str | None,
+    timeout_ms: int,
+) -> Any:
+    """One SDK client per configuration and process: building one loads the TLS trust store
+    (about 80 ms), and a worker that builds it before forking hands it to every job."""
+    from google import genai
+    from google.genai import types
+
+    http_options = types.HttpOptions(
+        base_url=base_url or None,
+        timeout=timeout_ms,
+        retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours (GeminiClient)
+    )
+    if vertexai:
+        return genai.Client(
+            vertexai=True, project=project, location=location, http_options=http_options
+        )
+    if not api_key:
+        raise LLMError("GEMINI_API_KEY is not set.")
+    return genai.Client(api_key=api_key, http_options=http_options)
+
+
+@lru_cache(maxsize=64)
+def _schema_shape(schema: type[BaseModel]) -> str:
+    return json.dumps(schema.model_json_schema(), sort_keys=True)
 
 
 def _outcome(exc: LLMError) -> str:
