@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from config.errors import Refused
 from config.jobs import enqueue_at, enqueue_on_commit
@@ -193,10 +194,16 @@ def run_wait(
             job_tries=0,  # waiting is not an interrupted try
             **_accounting(run, usage or EMPTY_USAGE, seconds),
         )
-        transaction.on_commit(
-            lambda: enqueue_at(RUN_JOB, run.pk, when=retry_at, job_id=f"run-{run.pk}-wait{waits}")
-        )
+        transaction.on_commit(lambda: _schedule(run.pk, retry_at, f"run-{run.pk}-wait{waits}"))
     logger.warning("run %s waits until %s: %s", run.pk, retry_at.isoformat(), reason)
+
+
+def _schedule(run_id: int, when: datetime, job_id: str) -> None:
+    try:
+        enqueue_at(RUN_JOB, run_id, when=when, job_id=job_id)
+    except RedisError:
+        # The run stays waiting: the next job any worker takes (or recover_runs) resumes it.
+        logger.exception("could not schedule run %s; it waits for recovery", run_id)
 
 
 def _wait_until(exc: llm.LLMUnavailable, waits: int) -> datetime:
