@@ -180,7 +180,7 @@ LLM_BACKOFF_BASE_SECONDS = env_float("LLM_BACKOFF_BASE_SECONDS", 1.0)
 LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 4, minimum=1)
 # A wait (Retry-After, an open circuit, backoff) longer than this frees the worker: the run
 # waits in the database and is rescheduled instead of holding the worker.
-LLM_MAX_INLINE_WAIT_SECONDS = env_float("LLM_MAX_INLINE_WAIT_SECONDS", 20.0)
+LLM_MAX_INLINE_WAIT_SECONDS = env_float("LLM_MAX_INLINE_WAIT_SECONDS", 5.0)
 # Requests per minute for all workers together (shared through Redis); 0 = no limit.
 LLM_REQUESTS_PER_MINUTE = env_int("LLM_REQUESTS_PER_MINUTE", 0, minimum=0)
 # Thinking tokens per call (gemini-2.5): 0 = off, -1 = the model decides, unset = 1024.
