@@ -7,7 +7,9 @@ Mixes (each a set of documents made unique so the response cache cannot answer t
 * rerun: new runs of the clean documents (unchanged text): calls per document;
 * reask: the first answer quotes evidence that is not in the document, the re-ask is clean;
 * storm: every request is answered 429 (Retry-After and RetryInfo) for a while; runs must wait
-  and finish by themselves, none failed.
+  and finish by themselves, none failed;
+* corpus: every document of the corpus once, clean path or not (the gate unsure, fields below
+  the threshold, escalations): what a mixed day costs.
 
 Used by ``manage.py bench_llm``; bench tooling, not part of the product.
 """
@@ -465,6 +467,8 @@ def run_bench(config: BenchConfig, say: Callable[[str], None]) -> dict[str, Any]
             results["storm"]["retry_after_seconds"] = config.storm_retry_after
             waits = Run.objects.filter(document__in=storm_docs).aggregate(w=Sum("waits"))["w"]
             results["storm"]["waits_per_document"] = round((waits or 0) / len(storm_docs), 2)
+            corpus_docs = make_documents(texts, len(texts), tag="k")
+            results["corpus"] = phase("whole corpus", corpus_docs, max(config.worker_counts))
             results["stub_requests"] = len(stub.requests)
         finally:
             if pool is not None:

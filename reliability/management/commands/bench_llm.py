@@ -85,7 +85,9 @@ class Command(BaseCommand):
             + ", ".join(f"{k}: x{v}" for k, v in scaling.items() if k.startswith("speedup_"))
             + f"; 429 storm of {config.storm_seconds:g} s on {storm['documents']} documents: "
             f"{storm['completed']} finished, {storm['failed']} failed, "
-            f"{storm['unfinished']} unfinished, p95 latency {storm['p95_latency_seconds']:.0f} s"
+            f"{storm['unfinished']} unfinished, p95 latency {storm['p95_latency_seconds']:.0f} s; "
+            f"whole corpus ({results['corpus']['documents']} documents, clean path or not): "
+            f"{results['corpus']['calls_per_document']:.2f} call(s)/document"
         )
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(results, indent=2, sort_keys=True))
