@@ -54,6 +54,7 @@ from engine.schemas import Decision
 from reliability import services
 from reliability.fields import packs
 from reliability.models import LLMResponse, Run
+from review.selectors import LLM_TOTALS
 
 ROOT = Path(__file__).resolve().parent.parent
 REASK_MARK = "BENCH-REASK"
@@ -285,15 +286,7 @@ def wait_for(run_ids: list[int], timeout: float) -> bool:
 def measure(run_ids: list[int], workers: int) -> dict[str, Any]:
     runs = Run.objects.filter(pk__in=run_ids)
     n = len(run_ids)
-    totals = runs.aggregate(
-        calls=Sum("llm_calls"),
-        requests=Sum("llm_requests"),
-        cache_hits=Sum("llm_cache_hits"),
-        tokens_in=Sum("tokens_in"),
-        tokens_out=Sum("tokens_out"),
-        tokens_thinking=Sum("tokens_thinking"),
-        cost=Sum("cost_usd"),
-    )
+    totals = runs.aggregate(**LLM_TOTALS)
     rows = list(runs.values_list("created_at", "finished_at", "duration_seconds", "status"))
     finished = [(start, end, seconds) for start, end, seconds, _ in rows if end is not None]
     durations = sorted(seconds or 0.0 for _, _, seconds in finished)

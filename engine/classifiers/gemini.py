@@ -10,7 +10,6 @@ hash of its text (the templates included), stored with every call.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -18,6 +17,7 @@ from engine.fields.loop import base_prompt
 from engine.fields.templates import Template
 from engine.llm.client import CONFIDENCE_RUBRIC, prompt_version
 from engine.llm.delimiting import DATA_NOTICE, delimit, feedback_block
+from engine.llm.operations import FieldValue
 from engine.protocols import LLMClient
 from engine.schemas import DISPLAY_NAMES, ClassificationOutput, DocType
 
@@ -40,12 +40,10 @@ not contain it), status (found, not_present or ambiguous), confidence and the ve
 value comes from. Extract only from the document text."""
 
 
-class NamedField(BaseModel):
+class NamedField(FieldValue):
+    """One field of a segment's template, as extract_fields answers it, with its name."""
+
     name: str
-    value: str | None = None
-    status: Literal["found", "not_present", "ambiguous"] = "not_present"
-    confidence: float = 0.0
-    snippet: str = ""
 
 
 class SegmentFields(BaseModel):

@@ -16,6 +16,7 @@ generation settings): the same text asked the same way costs no second call.
 
 from __future__ import annotations
 
+import copy
 import email.utils
 import hashlib
 import json
@@ -254,7 +255,7 @@ class GeminiClient(EvaluationOperations):
         options: dict[str, Any] = dict(
             system_instruction=system,
             response_mime_type="application/json",
-            response_schema=schema,
+            response_schema=copy.deepcopy(_schema_json(schema)),  # the SDK edits it in place
             temperature=0.0,
             http_options=types.HttpOptions(timeout=max(1, int(timeout * 1000))),
             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
@@ -476,8 +477,14 @@ def _genai_client(
 
 
 @lru_cache(maxsize=64)
+def _schema_json(schema: type[BaseModel]) -> dict[str, Any]:
+    """The schema's JSON Schema, built once (the SDK would build it again on every call)."""
+    return schema.model_json_schema()
+
+
+@lru_cache(maxsize=64)
 def _schema_shape(schema: type[BaseModel]) -> str:
-    return json.dumps(schema.model_json_schema(), sort_keys=True)
+    return json.dumps(_schema_json(schema), sort_keys=True)
 
 
 def _outcome(exc: LLMError) -> str:
