@@ -1,8 +1,9 @@
 """A local HTTP server that answers like the Gemini API (``generateContent``), for tests and
 the LLM benchmark: no network, the real google-genai client pointed at it with ``base_url``.
 
-Replies come, in this order, from a route whose text appears in the request's path or system
-instruction (``stub.on("You extract fields").reply(...)``: per-path / per-operation scripts), from
+Replies come, in this order, from a route whose text appears in the request's path, system
+instruction or prompt (``stub.on("You extract fields").reply(...)``: per-path, per-operation or
+per-question scripts, which concurrent requests cannot take from each other), from
 the global script (``stub.reply``, ``stub.fail``, ...), or from a ``responder`` that computes one
 (the benchmark). Each reply may be delayed (a slow or hung model), carry HTTP headers
 (Retry-After) and google.rpc.RetryInfo details, thinking-token counts, a safety block or no
@@ -226,16 +227,17 @@ class GeminiStub(Script):
         )
 
     def on(self, match: str) -> Script:
-        """A script for the requests whose path or system instruction contains ``match``."""
+        """A script for the requests whose path, system instruction or prompt contains
+        ``match``."""
         script = Script()
         self.routes.append((match, script))
         return script
 
     def next_reply(self, path: str, body: dict[str, Any]) -> Reply:
-        system = system_text(body)
+        system, prompt = system_text(body), prompt_text(body)
         with self._lock:
             for match, script in self.routes:
-                if (match in path or match in system) and script.replies:
+                if (match in path or match in system or match in prompt) and script.replies:
                     return script.replies.popleft()
             if self.replies:
                 return self.replies.popleft()

@@ -77,8 +77,15 @@ def build_classifiers(
     return GeminiClassifier(client, templates=templates), gate_classifier(), client
 
 
-def run_start(*, document: Document, preset: str | None = None, user: Any | None = None) -> Run:
-    """Create a pending run and queue it once the transaction commits."""
+def run_start(
+    *,
+    document: Document,
+    preset: str | None = None,
+    user: Any | None = None,
+    fresh: bool = False,
+) -> Run:
+    """Create a pending run and queue it once the transaction commits. ``fresh`` asks the
+    language model again instead of answering from the response cache."""
     if document.status != Document.Status.READY:
         raise RunRefused("Only a ready (ingested) document can be classified.")
     chosen = get_preset(preset or (document.options or {}).get("preset"))
@@ -86,7 +93,11 @@ def run_start(*, document: Document, preset: str | None = None, user: Any | None
         run = Run.objects.create(
             document=document,
             preset=chosen.name,
-            config={"preset": chosen.__dict__, "gemini_model": settings.GEMINI_MODEL},
+            config={
+                "preset": chosen.__dict__,
+                "gemini_model": settings.GEMINI_MODEL,
+                "llm_cache": not fresh,
+            },
             classifier="gemini" if llm.configured(settings) else "offline",
             created_by=user if user is not None and user.is_authenticated else None,
         )
@@ -293,7 +304,10 @@ def run_execute(*, run_id: int, client: LLMClient | None = None) -> Run | None:
         return None
     started = time.perf_counter()
     document = run.document
-    if client is not None and client.deadline is None:
+    if client is None:
+        fresh = (run.config or {}).get("llm_cache") is False
+        client = llm_runtime.client_for_run(**({"cache": None} if fresh else {}))
+    elif client.deadline is None:
         client.deadline = time.monotonic() + settings.RUN_DEADLINE_SECONDS
     primary, gate, client = build_classifiers(client, templates=classification_templates(document))
     if client is not None and llm_runtime.budget_exhausted():

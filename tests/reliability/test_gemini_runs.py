@@ -138,9 +138,9 @@ def test_llm_checks_run_only_where_they_can_change_the_outcome_and_once_per_labe
     answer = json.loads(clean_answer(pages))
     answer["segments"][0]["types"][1]["segment_share"] = 0.9  # shares sum to 1.9: auto-fixable
     gemini.reply(json.dumps(answer))
-    gemini.on("You answer one question").reply(
-        json.dumps({"value": True, "confidence": 0.9}), delay=0.3
-    ).reply(json.dumps({"value": False, "confidence": 0.9}), delay=0.3)
+    # Asked at once, so each question has its own script: V2 "is it a ...?", V3 "paperwork?".
+    gemini.on("taken as a whole").reply(json.dumps({"value": True, "confidence": 0.9}), delay=0.3)
+    gemini.on("paperwork").reply(json.dumps({"value": False, "confidence": 0.9}), delay=0.3)
     run = services.run_start(document=ready_document(*pages, sha="c"))
     run.refresh_from_db()
 
@@ -440,3 +440,18 @@ def _fields_body_text(text):
     from tests.reliability.gemini_stub import candidate
 
     return candidate(text)
+
+
+def test_a_fresh_rerun_asks_the_model_again(gemini, pages):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    gemini.reply(clean_answer(pages))
+    gemini.reply(clean_answer(pages))
+    first = services.run_start(document=ready_document(*pages, sha="a"))
+    out = StringIO()
+    call_command("rerun", str(first.document.pk), "--fresh", stdout=out)
+    fresh = Run.objects.exclude(pk=first.pk).get()
+    assert "completed, AUTO_ACCEPT" in out.getvalue()
+    assert (fresh.llm_calls, fresh.llm_cache_hits, len(gemini.requests)) == (1, 0, 2)
