@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import pipeline
-from engine.document import DocumentContext
+from engine.document import DocumentContext, SecondOpinion
 from engine.schemas import DOC_TYPES, ClassificationOutput, Decision
 
 LABELS = [t.value for t in DOC_TYPES]
@@ -131,10 +131,13 @@ Classify = Callable[[list[str], str | None], ClassificationOutput]
 
 
 def _run_chain(
-    pages: list[str], classify: Classify, preset: pipeline.Preset, llm: Any
+    pages: list[str], classify: Classify, preset: pipeline.Preset, llm: Any, gate: Any = None
 ) -> pipeline.Outcome:
     context = DocumentContext(
-        pages=pages, llm=llm, min_dominant_confidence=preset.min_dominant_confidence
+        pages=pages,
+        llm=llm,
+        min_dominant_confidence=preset.min_dominant_confidence,
+        second=SecondOpinion(gate.name, gate.classify(pages)) if gate is not None else None,
     )
     return pipeline.orchestrate(
         classify=lambda feedback: (classify(pages, feedback), 0),
@@ -158,9 +161,12 @@ def evaluate(
     classify: Classify,
     preset: pipeline.Preset,
     llm: Any = None,
+    gate: Any = None,
     limit: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
+    """``gate`` (a Classifier, when the primary is an LLM) is the independent second opinion
+    every run is compared with, as in production."""
     report = Report()
     started = time.perf_counter()
     rows: Iterable[dict[str, str]] = read_labels(corpus)
@@ -169,7 +175,7 @@ def evaluate(
             break
         t0 = time.perf_counter()
         pages = extract(corpus / row["path"])
-        outcome = _run_chain(pages, classify, preset, llm)
+        outcome = _run_chain(pages, classify, preset, llm, gate)
         report.documents.append(
             DocResult(
                 doc_id=row["doc_id"],
@@ -190,7 +196,7 @@ def evaluate(
                 continue
             spec = json.loads(line)
             pages = extract(corpus / "bundles" / spec["bundle"])
-            outcome = _run_chain(pages, classify, preset, llm)
+            outcome = _run_chain(pages, classify, preset, llm, gate)
             output = outcome.best.output
             truth = {}
             for seg in spec["segments"]:

@@ -6,6 +6,7 @@ deployment is caught at start-up rather than silently replaced by a default.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -60,6 +61,16 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_json(name: str, default: Any) -> Any:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} is not valid JSON ({exc}).") from None
 
 
 def database_from_url(url: str, *, base_dir: str) -> dict[str, Any]:

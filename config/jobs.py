@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -42,6 +43,26 @@ def enqueue(func: str, *args: Any, job_id: str | None = None) -> None:
         func, *args, job_id=job_id, result_ttl=settings.JOB_RESULT_TTL, failure_ttl=7 * 86400
     )
     logger.info("enqueued %s job_id=%s", func, job_id)
+
+
+def enqueue_at(func: str, *args: Any, when: datetime, job_id: str | None = None) -> bool:
+    """Run a job at ``when`` (RQ's scheduler: workers started with ``--with-scheduler``).
+
+    Inline mode has no scheduler: nothing is queued and False is returned; the caller leaves
+    the row in a state that ``recover_runs`` (cron) or a user picks up later.
+    """
+    if jobs_run_inline():
+        return False
+    get_queue().enqueue_at(
+        when,
+        func,
+        *args,
+        job_id=job_id,
+        result_ttl=settings.JOB_RESULT_TTL,
+        failure_ttl=7 * 86400,
+    )
+    logger.info("scheduled %s job_id=%s at %s", func, job_id, when.isoformat())
+    return True
 
 
 def enqueue_on_commit(

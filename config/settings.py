@@ -12,6 +12,7 @@ from config.env import (
     env_bool,
     env_float,
     env_int,
+    env_json,
     env_list,
     env_str,
 )
@@ -173,6 +174,8 @@ RQ_QUEUES = {
     },
 }
 JOB_RESULT_TTL = env_int("JOB_RESULT_TTL", 3600, minimum=0)
+# Workers import the job code and the Gemini SDK once, before forking a process per job.
+RQ = {"WORKER_CLASS": "config.worker.Worker"}
 
 GEMINI_API_KEY = env_str("GEMINI_API_KEY")
 
@@ -217,9 +220,51 @@ LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0)
 LLM_MAX_TRANSPORT_RETRIES = env_int("LLM_MAX_TRANSPORT_RETRIES", 4, minimum=0)
 LLM_BACKOFF_BASE_SECONDS = env_float("LLM_BACKOFF_BASE_SECONDS", 1.0)
 LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 4, minimum=1)
+# A wait (Retry-After, an open circuit, backoff) longer than this frees the worker: the run
+# waits in the database and is rescheduled instead of holding the worker.
+LLM_MAX_INLINE_WAIT_SECONDS = env_float("LLM_MAX_INLINE_WAIT_SECONDS", 5.0)
+# Requests per minute for all workers together (shared through Redis); 0 = no limit.
+LLM_REQUESTS_PER_MINUTE = env_int("LLM_REQUESTS_PER_MINUTE", 0, minimum=0)
+# Thinking tokens per call (gemini-2.5): 0 = off, -1 = the model decides, unset = 1024.
+LLM_THINKING_BUDGET = env_int("LLM_THINKING_BUDGET", 1024, minimum=-1)
+# US dollars per million tokens (thinking is billed as output). LLM_PRICES (JSON) adds or
+# overrides models, e.g. {"gemini-2.5-flash": {"input": 0.30, "output": 2.50}}.
+LLM_PRICES: dict[str, dict[str, float]] = {
+    "gemini-2.5-flash": {"input": 0.30, "output": 2.50},
+    "gemini-2.5-flash-lite": {"input": 0.10, "output": 0.40},
+    "gemini-2.5-pro": {"input": 1.25, "output": 10.00},
+    **env_json("LLM_PRICES", {}),
+}
+for _model, _price in LLM_PRICES.items():
+    if not isinstance(_price, dict) or not {"input", "output"} <= set(_price):
+        raise ImproperlyConfigured(f"LLM_PRICES[{_model!r}] needs 'input' and 'output' prices.")
+# Beyond this spend per UTC day, runs wait for the next day (0 = no cap).
+LLM_DAILY_BUDGET_USD = env_float("LLM_DAILY_BUDGET_USD", 0.0)
+if LLM_DAILY_BUDGET_USD > 0 and GEMINI_MODEL not in LLM_PRICES:
+    raise ImproperlyConfigured(
+        f"LLM_DAILY_BUDGET_USD needs a price for {GEMINI_MODEL}: add it to LLM_PRICES."
+    )
+# Answers are cached this many days (the same text asked the same way costs nothing); 0 = off.
+LLM_CACHE_DAYS = env_int("LLM_CACHE_DAYS", 30, minimum=0)
+# A run waiting for the language model longer than this fails (the API is down for good).
+LLM_WAIT_MAX_HOURS = env_float("LLM_WAIT_MAX_HOURS", 24.0)
+# The independent gate: the second classifier's agreement stands in for the same-model LLM
+# checks when its own confidence is at least this (0 = always, above 1 = never).
+GATE_CONFIRM_CONFIDENCE = env_float("GATE_CONFIRM_CONFIDENCE", 0.5)
 # A run claimed this long ago and still "running" lost its worker: it is retried or failed.
 RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 15 * 60, minimum=30)
 RUN_MAX_JOB_TRIES = env_int("RUN_MAX_JOB_TRIES", 3, minimum=1)
+# Every language-model try and wait of one execution fits in this, which fits in the job timeout
+# and the lease: past it the run waits and resumes (answers so far come from the cache).
+RUN_DEADLINE_SECONDS = env_int(
+    "RUN_DEADLINE_SECONDS", int(0.8 * min(JOB_TIMEOUT_SECONDS, RUN_LEASE_SECONDS)), minimum=10
+)
+if not LLM_TIMEOUT_SECONDS < RUN_DEADLINE_SECONDS < min(JOB_TIMEOUT_SECONDS, RUN_LEASE_SECONDS):
+    raise ImproperlyConfigured(
+        f"RUN_DEADLINE_SECONDS={RUN_DEADLINE_SECONDS} must be above LLM_TIMEOUT_SECONDS="
+        f"{LLM_TIMEOUT_SECONDS:g} and below JOB_TIMEOUT_SECONDS={JOB_TIMEOUT_SECONDS} and "
+        f"RUN_LEASE_SECONDS={RUN_LEASE_SECONDS}."
+    )
 
 # Webhooks: deliveries are jobs, retried with exponential backoff (capped), then failed.
 WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 10.0)

@@ -1,12 +1,23 @@
-"""What the verifiers know about one document: its pages and, optionally, an LLM client."""
+"""What the verifiers know about one document: its pages, optionally an LLM client and the
+independent second opinion the gate compares the primary with."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from engine.grounding import Normalised, normalise
 from engine.protocols import LLMClient
+from engine.schemas import ClassificationOutput
+
+
+@dataclass(frozen=True)
+class SecondOpinion:
+    """An independent classifier's answer for the document, computed once per run."""
+
+    name: str
+    output: ClassificationOutput
 
 
 @dataclass
@@ -17,6 +28,13 @@ class DocumentContext:
     llm: LLMClient | None = None  # an LLM client for the optional checks; None = skipped
     min_dominant_confidence: float = 0.5
     skipped: list[str] = field(default_factory=list)
+    # The independent gate: None when there is no second classifier (the offline classifier
+    # is the primary). Its agreement stands in for the same-model LLM checks only when its own
+    # confidence reaches gate_confirm_confidence.
+    second: SecondOpinion | None = None
+    gate_confirm_confidence: float = 0.5
+    # LLM check results by labels, so an attempt whose labels did not change is not re-checked.
+    llm_memo: dict[Any, list[Any]] = field(default_factory=dict)
 
     @property
     def page_count(self) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rapidfuzz import fuzz
 
@@ -41,6 +42,7 @@ class Normalised:
     offsets: list[int]  # offsets[i] = index in the original of normalised char i
 
 
+@lru_cache(maxsize=256)  # the same pages are normalised by V4, the gate and the field evaluator
 def normalise(original: str) -> Normalised:
     chars: list[str] = []
     offsets: list[int] = []

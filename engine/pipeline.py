@@ -1,10 +1,13 @@
 """The verification chain and the retry orchestrator. Pure: no Django.
 
-Attempt 0 verifies the classifier's output. AUTO_RETRY applies the auto-fix engine and
-verifies again, up to ``max_retries`` times; a fingerprint seen before means the fix changed
-nothing, so the run escalates at once. When the issues are not auto-fixable but a language
-model could address them, the preset may allow re-asking the classifier with the issues as
-feedback before escalating. The best attempt is kept.
+Verification runs the deterministic checks first (V1, the V2 and V3 rules, V4 grounding and the
+independent gate), then the LLM checks (V2 label/text, V3 context) only where they can change
+the outcome (see ``llm_checks``). Attempt 0 verifies the classifier's output. AUTO_RETRY applies
+the auto-fix engine and verifies again, up to ``max_retries`` times; a fingerprint seen before
+means the fix changed nothing, so the run escalates at once. When the issues are not
+auto-fixable but a language model could address them, the preset may allow re-asking the
+classifier with the issues as feedback before escalating; a re-ask that fails keeps the
+attempts already made and escalates with the failure recorded. The best attempt is kept.
 """
 
 from __future__ import annotations
@@ -12,10 +15,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from engine import autofix
 from engine.document import DocumentContext
+from engine.llm.errors import LLMError, LLMUnavailable
 from engine.schemas import (
     ClassificationOutput,
     Decision,
@@ -24,7 +29,7 @@ from engine.schemas import (
     number_issues,
     sort_issues,
 )
-from engine.verifiers import arbiter, v1_schema, v2_consistency, v3_domain, v4_grounding
+from engine.verifiers import arbiter, gate, v1_schema, v2_consistency, v3_domain, v4_grounding
 
 FEEDBACK_HEADER = "--- FEEDBACK FROM PREVIOUS ATTEMPT ---"
 FEEDBACK_LIMIT = 10
@@ -53,17 +58,86 @@ class Verification:
     quality_score: float
     skipped: list[str]
     seconds: float
+    gate_result: gate.GateResult | None = None
+
+
+GATE_PHASE = "Independent gate"
+LLM_PHASES = (v2_consistency.LLM_PHASE, v3_domain.LLM_PHASE)
+
+
+def _labels(output: ClassificationOutput) -> tuple[Any, ...]:
+    """What the LLM checks look at: the document's type and each segment's pages and type."""
+    return (
+        output.dominant_type_overall.value,
+        tuple((s.start_page, s.end_page, s.dominant_type.value) for s in output.segments),
+    )
+
+
+def llm_checks(
+    output: ClassificationOutput,
+    context: DocumentContext,
+    *,
+    decision: Decision,
+    gate_result: gate.GateResult | None,
+) -> list[Issue]:
+    """The V2 and V3 LLM checks, only where they can change the outcome.
+
+    They can only add MAJOR issues, so they run only when the deterministic checks would accept:
+    * a deterministic escalation stays an escalation whatever they say;
+    * a deterministic AUTO_RETRY is auto-fixed first, and the fix never changes a label, so the
+      checks run once, on the fixed attempt, if that one would be accepted;
+    * when the independent gate confirms the labels (it agrees on every segment's type and is
+      confident), asking the model that gave the labels whether they are right adds nothing
+      the gate did not: a clinician is not needed, and the checks are skipped.
+    Results are kept by labels, so an attempt whose labels did not change is never re-checked.
+    A transient failure (LLMUnavailable) propagates: the run waits rather than escalating.
+    """
+    llm = context.llm
+
+    def skip(reason: str) -> list[Issue]:
+        context.skipped.extend(f"{phase}: {reason}" for phase in LLM_PHASES)
+        return []
+
+    if llm is None:
+        return skip("no LLM configured")
+    if decision != Decision.AUTO_ACCEPT:
+        return skip(f"the deterministic checks already decide ({decision.value})")
+    if gate_result is not None and gate_result.confirmed:
+        return skip("the independent classifier confirms the labels")
+    key = _labels(output)
+    if key not in context.llm_memo:
+        tasks: list[Callable[[], list[Issue]]] = [
+            partial(v2_consistency.check_segment, i, output, context, llm)
+            for i in range(len(output.segments))
+        ]
+        tasks.append(partial(v3_domain.verify_llm, output, context, llm))
+        found = llm.concurrently(tasks)
+        context.llm_memo[key] = [issue for issues in found for issue in issues]
+    return [issue.model_copy() for issue in context.llm_memo[key]]
 
 
 def verify(output: ClassificationOutput, context: DocumentContext) -> Verification:
     started = time.perf_counter()
     context.skipped = []
     issues = v1_schema.verify(output, context)
-    blocker = any(i.severity == Severity.BLOCKER for i in issues)
-    issues += v2_consistency.verify(output, context, blocker_so_far=blocker)
-    issues += v3_domain.verify(output, context)
+    issues += v2_consistency.verify_rules(output, context)
+    issues += v3_domain.verify_rules(output, context)
     grounding = v4_grounding.verify(output, context)
     issues += grounding.issues
+    gate_result = None
+    if context.second is not None:
+        gate_result = gate.check(
+            output,
+            context.second,
+            context,
+            confirm_confidence=context.gate_confirm_confidence,
+        )
+        issues += gate_result.issues
+    else:
+        context.skipped.append(f"{GATE_PHASE}: no second classifier (the primary is offline)")
+    issues += llm_checks(
+        output, context, decision=arbiter.decide(issues).decision, gate_result=gate_result
+    )
     issues = number_issues(sort_issues(issues))
     return Verification(
         issues=issues,
@@ -72,6 +146,7 @@ def verify(output: ClassificationOutput, context: DocumentContext) -> Verificati
         quality_score=grounding.quality_score,
         skipped=list(context.skipped),
         seconds=time.perf_counter() - started,
+        gate_result=gate_result,
     )
 
 
@@ -102,11 +177,14 @@ class Outcome:
 
 
 def build_feedback(issues: list[Issue]) -> str:
+    """The issues a re-ask should address. The gate's are left out: telling the model what the
+    independent classifier said would teach it to agree, and the gate would lose its worth."""
     lines = [
         FEEDBACK_HEADER,
         "Your previous answer failed these checks. Correct them and answer again in full.",
     ]
-    for issue in sort_issues(issues)[:FEEDBACK_LIMIT]:
+    shown = [i for i in issues if i.agent != gate.AGENT]
+    for issue in sort_issues(shown)[:FEEDBACK_LIMIT]:
         lines.append(
             f"- [{issue.severity.value}] {issue.location}: {issue.message}"
             + (f" Fix: {issue.suggested_fix}" if issue.suggested_fix else "")
@@ -207,7 +285,15 @@ def orchestrate(
             reasks_left -= 1
             feedback = build_feedback(issues)
             started = time.perf_counter()
-            output, calls = classify(feedback)
+            try:
+                output, calls = classify(feedback)
+            except LLMError as exc:
+                # Keep what we have: the attempts made so far go to a clinician, with the
+                # failure on record, rather than the run failing with nothing to show.
+                kind = "unavailable" if isinstance(exc, LLMUnavailable) else "failed"
+                current.note = f"re-ask {kind}: {exc}"[:200]
+                stopped = f"re-ask {kind} ({exc}); escalated with the attempts made"[:200]
+                break
             current = run_attempt(
                 output, source="reask", calls=calls, fixes=[], feedback=feedback, started=started
             )

@@ -4,7 +4,15 @@ from typing import Any
 
 from django.contrib import admin
 
-from reliability.models import ApiToken, Attempt, Extraction, ExtractionTemplate, Issue, Run
+from reliability.models import (
+    ApiToken,
+    Attempt,
+    Extraction,
+    ExtractionTemplate,
+    Issue,
+    LLMResponse,
+    Run,
+)
 from review.admin import ReadOnlyAdmin
 
 
@@ -28,6 +36,8 @@ class RunAdmin(ReadOnlyAdmin):
         "preset",
         "attempts_count",
         "llm_calls",
+        "cost_usd",
+        "retry_at",
         "created_at",
     )
     list_filter = ("status", "final_decision", "classifier", "preset")
@@ -81,3 +91,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: Any, obj: Any = None) -> bool:
         return False  # create tokens with manage.py create_api_token: the key is shown once
+
+
+@admin.register(LLMResponse)
+class LLMResponseAdmin(admin.ModelAdmin):
+    """The response cache. Deleting an entry makes the next run with that text ask again."""
+
+    list_display = ("operation", "model", "prompt_version", "created_at")
+    list_filter = ("operation", "model", "prompt_version")
+    fields = ("key", "operation", "model", "prompt_version", "created_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False

@@ -97,12 +97,19 @@ class RunBrief(Schema):
     id: int
     status: str
     decision: str
+    retry_at: str | None = Field(
+        None, description="When a waiting run tries the language model again (ISO 8601)."
+    )
+    wait_reason: str | None = Field(None, description="Why a waiting run waits.")
 
 
 class DocumentStatus(Schema):
     id: str
     filename: str
-    status: str = Field(description="uploaded, ingesting, classifying, completed or failed")
+    status: str = Field(
+        description="uploaded, ingesting, classifying, waiting (for the language model: it "
+        "resumes by itself, see run.retry_at), completed or failed"
+    )
     page_count: int
     options: dict[str, Any]
     status_url: str
@@ -287,7 +294,7 @@ def _latest_run(document: Document) -> Run | None:
 
 
 def _status(document: Document) -> tuple[str, Run | None]:
-    """uploaded, ingesting, classifying, completed or failed."""
+    """uploaded, ingesting, classifying, waiting, completed or failed."""
     if document.status == Document.Status.FAILED:
         return "failed", None
     if document.status != Document.Status.READY:
@@ -295,6 +302,8 @@ def _status(document: Document) -> tuple[str, Run | None]:
     run = _latest_run(document)
     if run is None or run.status in (Run.Status.PENDING, Run.Status.RUNNING):
         return "classifying", run
+    if run.status == Run.Status.WAITING:
+        return "waiting", run
     if run.status == Run.Status.FAILED:
         return "failed", run
     return "completed", run
@@ -362,6 +371,9 @@ def status(request: HttpRequest, document_id: UUID) -> dict[str, Any]:
     }
     if run is not None:
         body["run"] = {"id": run.pk, "status": run.status, "decision": run.final_decision}
+        if run.status == Run.Status.WAITING:
+            body["run"]["retry_at"] = run.retry_at.isoformat() if run.retry_at else None
+            body["run"]["wait_reason"] = run.wait_reason
     return body
 
 

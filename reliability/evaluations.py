@@ -5,12 +5,15 @@ results in input order. Computes only: nothing is written."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from documents.models import Document
-from engine.llm import EvalResult
+from engine.llm import EvalResult, LLMUnavailable
+from engine.llm.delimiting import Delimited, delimit
 from engine.protocols import LLMClient
 
 logger = logging.getLogger(__name__)
@@ -50,15 +53,20 @@ class EvaluateRequest(BaseModel):
         return self
 
 
-def document_text(document: Document) -> tuple[str | None, str]:
-    """(text, problem): the document's pages with their numbers, or why it has none yet."""
+def document_text(document: Document) -> tuple[Delimited | None, str]:
+    """(text, problem): the document's pages, delimited as data, or why it has none yet. At
+    most MAX_TEXT_CHARS characters are sent; the problem says when pages were cut."""
     if document.status != Document.Status.READY:
         return None, f"The document is not ready (it is {document.status})."
-    pages = document.pages.order_by("number").values_list("number", "text")
-    text = "\n\n".join(f"=== PAGE {n} ===\n{t}" for n, t in pages)
-    if len(text) > MAX_TEXT_CHARS:
-        return text[:MAX_TEXT_CHARS], f"Only the first {MAX_TEXT_CHARS} characters were read."
-    return text, ""
+    pages: list[str] = []
+    left = MAX_TEXT_CHARS
+    for text in document.pages.order_by("number").values_list("text", flat=True):
+        if left <= 0:
+            break
+        pages.append(text[:left])
+        left -= len(text)
+    problem = f"Only the first {MAX_TEXT_CHARS} characters were read." if left < 0 else ""
+    return delimit(pages), problem
 
 
 def documents_evaluate(
@@ -70,7 +78,7 @@ def documents_evaluate(
     ready = [i for i, (text, _) in enumerate(texts) if text is not None]
     items: list[dict[str, Any]] = []
     for i in ready:
-        text = texts[i][0] or ""
+        text = texts[i][0]
         if request.operation == "extract_fields":
             items.append(
                 {"fields": request.fields, "text": text, "instructions": request.instructions}
@@ -95,13 +103,16 @@ def documents_evaluate(
             )
         else:
             items.append({"question": request.question, "text": text})
-    batch = {
-        "filter": client.filter_batch,
-        "score": client.score_batch,
-        "extract": client.extract_batch,
-        "extract_fields": client.extract_fields_batch,
-    }[request.operation]
-    answers: dict[int, EvalResult] = dict(zip(ready, batch(items) if items else [], strict=True))
+    operations: dict[str, Callable[..., EvalResult]] = {
+        "filter": client.filter,
+        "score": client.score,
+        "extract": client.extract,
+        "extract_fields": client.extract_fields,
+    }
+    calls = [partial(_answer, operations[request.operation], item) for item in items]
+    answers: dict[int, EvalResult] = dict(
+        zip(ready, client.concurrently(calls) if calls else [], strict=True)
+    )
     results = []
     for index, document in enumerate(documents):
         answer = answers.get(index) or EvalResult(error=texts[index][1])
@@ -124,3 +135,12 @@ def documents_evaluate(
         sum(1 for r in results if r["error"]),
     )
     return results
+
+
+def _answer(operation: Callable[..., EvalResult], item: dict[str, Any]) -> EvalResult:
+    """One document's answer. A model that stays unavailable through the call's retries is
+    that document's error (value None), as any failed call is: the caller may ask again."""
+    try:
+        return operation(**item)
+    except LLMUnavailable as exc:
+        return EvalResult(error=str(exc))

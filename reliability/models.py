@@ -22,6 +22,9 @@ class Run(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
         RUNNING = "running", "Running"
+        # Transient trouble (rate limits, outages, a spent daily budget): the run resumes by
+        # itself at retry_at, and wait_reason says why.
+        WAITING = "waiting", "Waiting for the language model"
         COMPLETED = "completed", "Completed"
         FAILED = "failed", "Failed"
 
@@ -38,11 +41,23 @@ class Run(models.Model):
     attempts_count = models.PositiveIntegerField(default=0)
     best_attempt_number = models.PositiveIntegerField(null=True, blank=True)
     stopped_reason = models.CharField(max_length=200, blank=True)
+    # LLM accounting, summed over every execution of the run (a run that waited and resumed
+    # keeps what it spent before): calls made, HTTP requests (tries), answers from the cache.
     llm_calls = models.PositiveIntegerField(default=0)
+    llm_requests = models.PositiveIntegerField(default=0)
+    llm_cache_hits = models.PositiveIntegerField(default=0)
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
+    tokens_thinking = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     llm_seconds = models.FloatField(default=0.0)
     llm_log = models.JSONField(default=list, blank=True)  # per call: operation, tokens, latency
+    # The independent gate's view: second classifier, its type, agreement, confirmation.
+    gate = models.JSONField(default=dict, blank=True)
+    retry_at = models.DateTimeField(null=True, blank=True)
+    wait_reason = models.CharField(max_length=300, blank=True)
+    waits = models.PositiveIntegerField(default=0)
+    waiting_since = models.DateTimeField(null=True, blank=True)
     skipped_checks = models.JSONField(default=list, blank=True)
     duration_seconds = models.FloatField(null=True, blank=True)
     error = models.TextField(blank=True)
@@ -59,11 +74,15 @@ class Run(models.Model):
         ordering = ["-created_at"]
         indexes = [
             models.Index(fields=["status", "claimed_at"]),
+            models.Index(fields=["status", "retry_at"]),
             models.Index(fields=["document", "-created_at"]),
+            models.Index(fields=["started_at"]),
         ]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(status__in=["pending", "running", "completed", "failed"]),
+                condition=models.Q(
+                    status__in=["pending", "running", "waiting", "completed", "failed"]
+                ),
                 name="run_status_valid",
             ),
             # An accepted or escalated run is a completed run, and only a completed run.
@@ -84,6 +103,26 @@ class Run(models.Model):
             return False
         now = now or timezone.now()
         return now - self.claimed_at > timedelta(seconds=settings.RUN_LEASE_SECONDS)
+
+
+class LLMResponse(models.Model):
+    """The response cache: a validated answer by the hash of everything that shaped it (model,
+    system prompt and its version, the prompt with the page texts, the schema, generation
+    settings). The same text asked the same way is answered from here, at no cost."""
+
+    key = models.CharField(max_length=64, unique=True)
+    operation = models.CharField(max_length=32)
+    model = models.CharField(max_length=64)
+    prompt_version = models.CharField(max_length=64)
+    response = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        verbose_name = "LLM response (cache)"
+        verbose_name_plural = "LLM responses (cache)"
+
+    def __str__(self) -> str:
+        return f"{self.operation} {self.prompt_version} ({self.created_at:%Y-%m-%d})"
 
 
 class Attempt(models.Model):

@@ -7,24 +7,29 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import random
 import secrets
 import time
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from config.errors import Refused
-from config.jobs import enqueue_on_commit
+from config.jobs import enqueue_at, enqueue_on_commit
 from documents.models import Document
 from engine import llm, pipeline
 from engine.classifiers.gemini import GeminiClassifier
 from engine.classifiers.offline import OfflineClassifier
 from engine.comparison import compare
-from engine.document import DocumentContext
+from engine.document import DocumentContext, SecondOpinion
+from engine.fields.templates import Template
 from engine.protocols import Classifier, LLMClient
 from engine.schemas import (
     SEVERITY_ORDER,
@@ -37,7 +42,8 @@ from engine.schemas import (
 from engine.schemas import Issue as EngineIssue
 from integrations.models import Event
 from integrations.services import event_emit
-from reliability.fields import fields_extract, fields_save, form_issues
+from reliability import llm_runtime
+from reliability.fields import classification_templates, fields_extract, fields_save, form_issues
 from reliability.models import ApiToken, Attempt, Issue, Run
 from review import services as review_services
 from review.models import GroundTruth
@@ -48,6 +54,10 @@ RUN_JOB = "reliability.tasks.execute_run"
 QUEUE_UNREACHABLE = "The run could not be queued: the job queue is unreachable."
 LOW_OCR_REASON = "document has low OCR confidence: a clinician must confirm"
 FORM_ISSUE_REASON = "the form has an ERROR issue (such as a wrong tax year): a person must confirm"
+WAIT_SLACK_SECONDS = 5  # a scheduled resumption a little early still claims its run
+WAIT_BASE_SECONDS = 15.0  # without a server hint, waits grow 15 s, 30 s, 60 s ... 15 min
+WAIT_MAX_SECONDS = 900.0
+MISSED_SCHEDULE_SECONDS = 120  # a waiting run this far past its time missed its schedule
 
 
 class RunRefused(Refused):
@@ -61,18 +71,32 @@ def get_preset(name: str | None = None) -> pipeline.Preset:
     return pipeline.PRESETS[name]
 
 
+def gate_classifier() -> Classifier:
+    """The independent classifier the gate compares an LLM's answer with: the offline one.
+    Anything satisfying engine.protocols.Classifier fits here (a trained classifier, later)."""
+    return OfflineClassifier()
+
+
 def build_classifiers(
-    client: LLMClient | None = None,
+    client: LLMClient | None = None, *, templates: Sequence[Template] = ()
 ) -> tuple[Classifier, Classifier | None, LLMClient | None]:
-    """(primary, production comparison or None, LLM client or None) for the configuration."""
-    client = client if client is not None else llm.client_from_settings(settings)
+    """(primary, independent gate or None, LLM client or None) for the configuration. With
+    ``templates``, the Gemini classifier also extracts each segment's fields in its one call."""
+    client = client if client is not None else llm_runtime.client_for_run()
     if client is None:
         return OfflineClassifier(), None, None
-    return GeminiClassifier(client), OfflineClassifier(), client
+    return GeminiClassifier(client, templates=templates), gate_classifier(), client
 
 
-def run_start(*, document: Document, preset: str | None = None, user: Any | None = None) -> Run:
-    """Create a pending run and queue it once the transaction commits."""
+def run_start(
+    *,
+    document: Document,
+    preset: str | None = None,
+    user: Any | None = None,
+    fresh: bool = False,
+) -> Run:
+    """Create a pending run and queue it once the transaction commits. ``fresh`` asks the
+    language model again instead of answering from the response cache."""
     if document.status != Document.Status.READY:
         raise RunRefused("Only a ready (ingested) document can be classified.")
     chosen = get_preset(preset or (document.options or {}).get("preset"))
@@ -80,7 +104,11 @@ def run_start(*, document: Document, preset: str | None = None, user: Any | None
         run = Run.objects.create(
             document=document,
             preset=chosen.name,
-            config={"preset": chosen.__dict__, "gemini_model": settings.GEMINI_MODEL},
+            config={
+                "preset": chosen.__dict__,
+                "gemini_model": settings.GEMINI_MODEL,
+                "llm_cache": not fresh,
+            },
             classifier="gemini" if llm.configured(settings) else "offline",
             created_by=user if user is not None and user.is_authenticated else None,
         )
@@ -95,12 +123,18 @@ def run_start(*, document: Document, preset: str | None = None, user: Any | None
 
 
 def run_claim(*, run_id: int) -> bool:
-    """Atomically take a pending run, or a running one whose worker's lease expired."""
+    """Atomically take a pending run, a waiting one whose time has come, or a running one
+    whose worker's lease expired."""
     now = timezone.now()
     stale = now - timedelta(seconds=settings.RUN_LEASE_SECONDS)
+    due = now + timedelta(seconds=WAIT_SLACK_SECONDS)
     return (
         Run.objects.filter(pk=run_id)
-        .filter(Q(status=Run.Status.PENDING) | Q(status=Run.Status.RUNNING, claimed_at__lt=stale))
+        .filter(
+            Q(status=Run.Status.PENDING)
+            | Q(status=Run.Status.WAITING, retry_at__lte=due)
+            | Q(status=Run.Status.RUNNING, claimed_at__lt=stale)
+        )
         .update(
             status=Run.Status.RUNNING, claimed_at=now, job_tries=F("job_tries") + 1, started_at=now
         )
@@ -108,10 +142,112 @@ def run_claim(*, run_id: int) -> bool:
     )
 
 
-def run_fail(*, run_id: int, message: str) -> None:
-    Run.objects.filter(pk=run_id).exclude(status=Run.Status.COMPLETED).update(
-        status=Run.Status.FAILED, error=message, finished_at=timezone.now(), final_decision=""
-    )
+def _accounting(run: Run, usage: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """The run's LLM accounting and duration with this execution's added: a run that waited
+    and resumed keeps what it spent before."""
+    return {
+        "llm_calls": run.llm_calls + usage["calls"],
+        "llm_requests": run.llm_requests + usage["requests"],
+        "llm_cache_hits": run.llm_cache_hits + usage["cache_hits"],
+        "tokens_in": run.tokens_in + usage["tokens_in"],
+        "tokens_out": run.tokens_out + usage["tokens_out"],
+        "tokens_thinking": run.tokens_thinking + usage["tokens_thinking"],
+        "cost_usd": run.cost_usd + Decimal(str(usage["cost_usd"])),
+        "llm_seconds": round(run.llm_seconds + usage["seconds"], 3),
+        "llm_log": [*run.llm_log, *usage["log"]],
+        "duration_seconds": round((run.duration_seconds or 0.0) + seconds, 4),
+    }
+
+
+def run_fail(
+    *,
+    run_id: int,
+    message: str,
+    usage: dict[str, Any] | None = None,
+    seconds: float | None = None,
+) -> None:
+    """Fail a run for good, keeping what it spent and how long it took."""
+    fields: dict[str, Any] = {
+        "status": Run.Status.FAILED,
+        "error": message,
+        "finished_at": timezone.now(),
+        "final_decision": "",
+        "retry_at": None,
+    }
+    if usage is not None or seconds is not None:
+        run = Run.objects.filter(pk=run_id).first()
+        if run is not None:
+            fields.update(_accounting(run, usage or EMPTY_USAGE, seconds or 0.0))
+    Run.objects.filter(pk=run_id).exclude(status=Run.Status.COMPLETED).update(**fields)
+
+
+def run_wait(
+    *,
+    run: Run,
+    retry_at: datetime,
+    reason: str,
+    usage: dict[str, Any] | None = None,
+    seconds: float = 0.0,
+) -> None:
+    """Put a run aside until ``retry_at`` (the language model is unavailable, or the daily
+    budget is spent) and schedule its resumption. Past LLM_WAIT_MAX_HOURS of waiting it fails."""
+    now = timezone.now()
+    since = run.waiting_since or now
+    if now - since > timedelta(hours=settings.LLM_WAIT_MAX_HOURS):
+        run_fail(
+            run_id=run.pk,
+            message=f"The language model was unavailable for more than "
+            f"{settings.LLM_WAIT_MAX_HOURS:g} hours (last: {reason}). Start a new run to try "
+            "again.",
+            usage=usage,
+            seconds=seconds,
+        )
+        return
+    retry_at = max(retry_at, now + timedelta(seconds=1))
+    waits = run.waits + 1
+    with transaction.atomic():
+        Run.objects.filter(pk=run.pk).update(
+            status=Run.Status.WAITING,
+            retry_at=retry_at,
+            wait_reason=reason[:300],
+            waits=waits,
+            waiting_since=since,
+            claimed_at=None,
+            job_tries=0,  # waiting is not an interrupted try
+            **_accounting(run, usage or EMPTY_USAGE, seconds),
+        )
+        transaction.on_commit(lambda: _schedule(run.pk, retry_at, f"run-{run.pk}-wait{waits}"))
+    logger.warning("run %s waits until %s: %s", run.pk, retry_at.isoformat(), reason)
+
+
+def _schedule(run_id: int, when: datetime, job_id: str) -> None:
+    try:
+        enqueue_at(RUN_JOB, run_id, when=when, job_id=job_id)
+    except RedisError:
+        # The run stays waiting: the next job any worker takes (or recover_runs) resumes it.
+        logger.exception("could not schedule run %s; it waits for recovery", run_id)
+
+
+def _wait_until(exc: llm.LLMUnavailable, waits: int) -> datetime:
+    """When to try again: the server's (or the open circuit's) moment when it gave one, else a
+    backoff growing with each wait; spread with jitter so waiting runs do not all return at
+    once."""
+    delay = max(0.0, exc.retry_at - time.time())
+    if not exc.hinted:
+        delay = max(delay, min(WAIT_MAX_SECONDS, WAIT_BASE_SECONDS * 2**waits))
+    delay += random.uniform(0, 2 + 0.1 * delay)
+    return timezone.now() + timedelta(seconds=delay)
+
+
+def run_resume(*, run: Run) -> bool:
+    """Try a waiting run now (a user's "Try now", or recover_runs after a missed schedule)."""
+    with transaction.atomic():
+        updated = Run.objects.filter(pk=run.pk, status=Run.Status.WAITING).update(
+            status=Run.Status.PENDING, retry_at=None
+        )
+        if updated:
+            enqueue_on_commit(RUN_JOB, run.pk, job_id=f"run-{run.pk}-resume{run.waits}")
+    return bool(updated)
 
 
 def _issue_rows(attempt: Attempt, record: pipeline.AttemptRecord) -> list[Issue]:
@@ -152,53 +288,125 @@ def _form_issues(extractions: list[Any]) -> list[EngineIssue]:
 
 EMPTY_USAGE: dict[str, Any] = {
     "calls": 0,
+    "requests": 0,
+    "cache_hits": 0,
     "tokens_in": 0,
     "tokens_out": 0,
+    "tokens_thinking": 0,
+    "cost_usd": 0.0,
     "seconds": 0.0,
     "log": [],
 }
+
+
+def _gate_summary(
+    second: SecondOpinion | None, gate: Classifier | None, best: pipeline.AttemptRecord
+) -> dict[str, Any]:
+    result = best.verification.gate_result
+    if second is None or gate is None or result is None:
+        return {}
+    return {
+        "classifier": second.name,
+        "version": gate.model,
+        "dominant_type": result.second_type,
+        "confidence": round(result.second_confidence, 3),
+        "agrees": not result.issues,
+        "confirmed": result.confirmed,
+    }
 
 
 def run_execute(*, run_id: int, client: LLMClient | None = None) -> Run | None:
     """Execute a claimed-or-claimable run. Idempotent: a run already taken is left alone.
 
     Everything slow (classification, verification, field extraction, the second opinion) is
-    computed first; the outcome is then written in one short transaction.
+    computed first; the outcome is then written in one short transaction. A transient LLM
+    failure puts the run in WAITING (it resumes by itself; answers already given come from the
+    cache); a permanent one fails it with the reason; a failed re-ask escalates what it has.
     """
     if not run_claim(run_id=run_id):
-        logger.info("run %s not claimable (done, failed or running elsewhere)", run_id)
+        logger.info("run %s not claimable (done, failed, waiting or running elsewhere)", run_id)
         return None
     run = Run.objects.select_related("document").get(pk=run_id)
     if run.job_tries > settings.RUN_MAX_JOB_TRIES:
         run_fail(run_id=run_id, message=f"Gave up after {run.job_tries - 1} interrupted tries.")
         return None
     started = time.perf_counter()
-    primary, second, client = build_classifiers(client)
-    preset = get_preset(run.preset)
     document = run.document
+    if client is None:
+        fresh = (run.config or {}).get("llm_cache") is False
+        client = llm_runtime.client_for_run(**({"cache": None} if fresh else {}))
+    elif client.deadline is None:
+        client.deadline = time.monotonic() + settings.RUN_DEADLINE_SECONDS
+    primary, gate, client = build_classifiers(client, templates=classification_templates(document))
+    if client is not None and llm_runtime.budget_exhausted():
+        run_wait(
+            run=run,
+            retry_at=llm_runtime.next_budget_day(),
+            reason=f"the daily language-model budget (${settings.LLM_DAILY_BUDGET_USD:g}) is "
+            "spent; the run resumes when the next day starts (00:00 UTC)",
+        )
+        return Run.objects.get(pk=run_id)
+    preset = get_preset(run.preset)
     pages = list(document.pages.order_by("number").values_list("text", flat=True))
+    second = SecondOpinion(gate.name, gate.classify(pages)) if gate is not None else None
     context = DocumentContext(
-        pages=pages, llm=client, min_dominant_confidence=preset.min_dominant_confidence
+        pages=pages,
+        llm=client,
+        min_dominant_confidence=preset.min_dominant_confidence,
+        second=second,
+        gate_confirm_confidence=settings.GATE_CONFIRM_CONFIDENCE,
     )
+    prefilled: dict[tuple[int, int, str], dict[str, Any]] = {}
 
     def classify(feedback: str | None) -> tuple[ClassificationOutput, int]:
-        before = len(client.calls) if client is not None else 0
-        output = primary.classify(pages, feedback)
-        return output, (len(client.calls) - before) if client is not None else 0
+        before = client.usage()["calls"] if client is not None else 0
+        if isinstance(primary, GeminiClassifier):
+            output, groups = primary.classify_with_fields(pages, feedback)
+            for group in groups:  # a later answer (a re-ask) replaces an earlier one
+                prefilled[(group.start_page, group.end_page, group.doc_type.value)] = {
+                    f.name: f.model_dump() for f in group.fields
+                }
+        else:
+            output = primary.classify(pages, feedback)
+        return output, (client.usage()["calls"] - before) if client is not None else 0
 
     try:
         outcome = pipeline.orchestrate(
             classify=classify, context=context, preset=preset, can_reask=client is not None
         )
+        best = outcome.best
+        extractions = (
+            fields_extract(
+                document=document,
+                pages=pages,
+                output=best.output,
+                preset=run.preset,
+                client=client,
+                prefilled=prefilled,
+                # An escalated run's fields go to a clinician as they are: no more LLM calls.
+                single_pass=client is not None and outcome.decision != Decision.AUTO_ACCEPT,
+            )
+            if settings.AUTO_EXTRACT
+            else []
+        )
+    except llm.LLMUnavailable as exc:
+        usage = client.usage() if client is not None else EMPTY_USAGE
+        run_wait(
+            run=run,
+            retry_at=_wait_until(exc, run.waits),
+            reason=f"waiting for the language model: {exc}",
+            usage=usage,
+            seconds=time.perf_counter() - started,
+        )
+        return Run.objects.get(pk=run_id)
     except llm.LLMError as exc:
         usage = client.usage() if client is not None else EMPTY_USAGE
-        Run.objects.filter(pk=run_id).update(
-            llm_calls=usage["calls"],
-            tokens_in=usage["tokens_in"],
-            tokens_out=usage["tokens_out"],
-            llm_log=usage["log"],
+        run_fail(
+            run_id=run_id,
+            message=f"The language model call failed: {exc}",
+            usage=usage,
+            seconds=time.perf_counter() - started,
         )
-        run_fail(run_id=run_id, message=f"The language model call failed: {exc}")
         logger.warning("run %s failed: LLM error %s", run_id, exc)
         return Run.objects.get(pk=run_id)
 
@@ -206,25 +414,12 @@ def run_execute(*, run_id: int, client: LLMClient | None = None) -> Run | None:
     stopped = outcome.stopped_reason
     if decision == Decision.AUTO_ACCEPT and document.quality == Document.Quality.LOW_OCR:
         decision, stopped = Decision.ESCALATE_TO_SME, LOW_OCR_REASON
-    best = outcome.best
-    extractions = (
-        fields_extract(
-            document=document, pages=pages, output=best.output, preset=run.preset, client=client
-        )
-        if settings.AUTO_EXTRACT
-        else []
+    comparison = compare(
+        best.output, second.output if second else None, name=second.name if second else ""
     )
     extra_issues = _form_issues(extractions)
     if extra_issues and decision == Decision.AUTO_ACCEPT:
         decision, stopped = Decision.ESCALATE_TO_SME, FORM_ISSUE_REASON
-    comparison: dict[str, Any] = {}
-    if decision != Decision.AUTO_ACCEPT:
-        # The second opinion is only shown to a reviewer: compute it for packets alone.
-        comparison = compare(
-            best.output,
-            second.classify(pages) if second else None,
-            name=second.name if second else "",
-        )
     # Usage and duration are taken after extraction, so they count its LLM calls too.
     usage = client.usage() if client is not None else EMPTY_USAGE
 
@@ -250,22 +445,21 @@ def run_execute(*, run_id: int, client: LLMClient | None = None) -> Run | None:
             )
             Issue.objects.bulk_create(_issue_rows(attempt, record))
         fields_save(run=run, rows=extractions)
+        for name, value in _accounting(run, usage, time.perf_counter() - started).items():
+            setattr(run, name, value)
         run.status = Run.Status.COMPLETED
         run.final_decision = decision.value
         run.attempts_count = len(outcome.attempts)
         run.best_attempt_number = best.number
-        run.stopped_reason = stopped
+        run.stopped_reason = stopped[:200]
         run.classifier = primary.name
         run.model = primary.model
         run.prompt_version = primary.prompt_version
-        run.llm_calls = usage["calls"]
-        run.tokens_in = usage["tokens_in"]
-        run.tokens_out = usage["tokens_out"]
-        run.llm_seconds = usage["seconds"]
-        run.llm_log = usage["log"]
+        run.gate = _gate_summary(second, gate, best)
+        run.retry_at = None
+        run.wait_reason = ""
         run.skipped_checks = sorted(set(best.verification.skipped))
         run.finished_at = timezone.now()
-        run.duration_seconds = round(time.perf_counter() - started, 4)
         run.save()
         outcome_ids: dict[str, Any] = {}
         if decision == Decision.AUTO_ACCEPT:
@@ -293,11 +487,12 @@ def run_execute(*, run_id: int, client: LLMClient | None = None) -> Run | None:
             },
         )
     logger.info(
-        "run %s completed: %s (%s), %s attempt(s)",
+        "run %s completed: %s (%s), %s attempt(s), %s call(s)",
         run_id,
         decision.value,
         stopped,
         len(outcome.attempts),
+        usage["calls"],
     )
     return run
 
@@ -325,6 +520,19 @@ def recover_stale_runs() -> dict[str, int]:
     if requeued or failed:
         logger.warning("recovered stale runs: %s requeued, %s failed", requeued, failed)
     return {"requeued": requeued, "failed": failed}
+
+
+def resume_overdue_runs(*, grace_seconds: float = MISSED_SCHEDULE_SECONDS) -> int:
+    """Waiting runs whose time came more than ``grace_seconds`` ago missed their scheduled
+    resumption (a worker without ``--with-scheduler``, inline mode): queue them now."""
+    overdue = timezone.now() - timedelta(seconds=grace_seconds)
+    resumed = sum(
+        run_resume(run=run)
+        for run in Run.objects.filter(status=Run.Status.WAITING, retry_at__lt=overdue)
+    )
+    if resumed:
+        logger.warning("resumed %s overdue waiting run(s)", resumed)
+    return resumed
 
 
 # -- API tokens -----------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from config.jobs import jobs_run_inline
 from reliability import services
 
 logger = logging.getLogger(__name__)
@@ -11,7 +12,11 @@ logger = logging.getLogger(__name__)
 
 def execute_run(run_id: int) -> str:
     """Classify and verify one document. Running it twice creates no second run or packet."""
-    services.recover_stale_runs()  # cheap, indexed: any live worker rescues lost runs
+    # Cheap, indexed: any live worker rescues lost runs and waiting runs whose schedule was
+    # missed. Inline, resuming here would chain other runs into this request: cron does it.
+    services.recover_stale_runs()
+    if not jobs_run_inline():
+        services.resume_overdue_runs()
     try:
         run = services.run_execute(run_id=run_id)
     except Exception:

@@ -11,8 +11,9 @@ from django.views.decorators.http import require_POST
 
 from config.http import HtmxHttpRequest, require_permission
 from documents.models import Document
+from reliability import llm_runtime
 from reliability.models import Attempt, Issue, Run
-from reliability.services import RunRefused, run_start
+from reliability.services import RunRefused, run_resume, run_start
 from review.models import ReviewPacket
 from review.serializers import packet_as_dict
 
@@ -32,7 +33,12 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         pk=run_id,
     )
     packet = ReviewPacket.objects.filter(run=run).first()
-    return render(request, "reliability/run.html", {"run": run, "packet": packet})
+    circuit = llm_runtime.circuit_state() if run.status == Run.Status.WAITING else None
+    return render(
+        request,
+        "reliability/run.html",
+        {"run": run, "packet": packet, "circuit": circuit},
+    )
 
 
 @login_required
@@ -58,4 +64,17 @@ def run_new(request: HtmxHttpRequest, document_id: str) -> HttpResponse:
     except RunRefused as refused:
         messages.error(request, str(refused))
         return redirect("documents:detail", document_id=document.pk)
+    return redirect("reliability:run", run_id=run.pk)
+
+
+@login_required
+@require_POST
+def run_resume_now(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    """Try a waiting run now instead of at its scheduled time."""
+    require_permission(request, "documents.view_document")
+    run = get_object_or_404(Run, pk=run_id)
+    if run_resume(run=run):
+        messages.success(request, "The run was queued to try again now.")
+    else:
+        messages.error(request, "This run is not waiting any more.")
     return redirect("reliability:run", run_id=run.pk)

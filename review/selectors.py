@@ -7,16 +7,19 @@ import re
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import (
     Avg,
     Count,
     DurationField,
     ExpressionWrapper,
     F,
+    Min,
     OuterRef,
     Q,
     QuerySet,
     Subquery,
+    Sum,
 )
 from django.utils import timezone
 
@@ -26,6 +29,7 @@ from documents.boxes import span_rects
 from documents.models import Document, Page
 from engine.fields.templates import find_template
 from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput, Severity
+from reliability import llm_runtime
 from reliability.models import Attempt, Extraction, Run
 from review.corrections import extraction_record
 from review.evidence import context_for
@@ -551,6 +555,65 @@ def review_metrics() -> dict[str, Any]:
             [(a["type"], round(100 * a["rate"])) for a in agreement], unit="%"
         ),
         "since": timezone.now() - timedelta(days=30),
+        "llm": llm_metrics(),
+    }
+
+
+LLM_TOTALS = {
+    "calls": Sum("llm_calls"),
+    "requests": Sum("llm_requests"),
+    "cache_hits": Sum("llm_cache_hits"),
+    "tokens_in": Sum("tokens_in"),
+    "tokens_out": Sum("tokens_out"),
+    "tokens_thinking": Sum("tokens_thinking"),
+    "cost": Sum("cost_usd"),
+}
+
+
+def llm_metrics() -> dict[str, Any]:
+    """Language-model use and spend, all from SQL aggregates: totals, per model, today against
+    the daily budget, runs waiting (and why) and the shared circuit."""
+    llm_runs = Run.objects.exclude(classifier="offline")
+    totals = llm_runs.aggregate(runs=Count("pk"), **LLM_TOTALS)
+    completed = llm_runs.filter(status=Run.Status.COMPLETED).aggregate(
+        runs=Count("pk"),
+        calls=Avg("llm_calls"),
+        tokens_in=Avg("tokens_in"),
+        tokens_out=Avg("tokens_out"),
+        tokens_thinking=Avg("tokens_thinking"),
+        cost=Avg("cost_usd"),
+    )
+    by_model = list(
+        llm_runs.values("model").annotate(runs=Count("pk"), **LLM_TOTALS).order_by("-runs")
+    )
+    today = llm_runs.filter(started_at__gte=llm_runtime.day_start()).aggregate(
+        runs=Count("pk"), calls=Sum("llm_calls"), cost=Sum("cost_usd")
+    )
+    waiting = Run.objects.filter(status=Run.Status.WAITING).aggregate(
+        runs=Count("pk"),
+        for_budget=Count("pk", filter=Q(wait_reason__startswith="the daily")),
+        next_try=Min("retry_at"),
+    )
+    failed = llm_runs.filter(
+        status=Run.Status.FAILED, error__startswith="The language model"
+    ).count()
+    budget = settings.LLM_DAILY_BUDGET_USD
+    circuit = llm_runtime.circuit_state()
+    return {
+        "totals": totals,
+        "per_completed_run": completed,
+        "by_model": by_model,
+        "today": today,
+        "budget": budget,
+        "budget_spent": bool(budget) and (today["cost"] or 0) >= budget,
+        "waiting": waiting,
+        "failed": failed,
+        "circuit_open_until": datetime.fromtimestamp(
+            circuit.paused_until, tz=timezone.get_current_timezone()
+        )
+        if circuit is not None and circuit.remaining() > 0
+        else None,
+        "circuit_reason": circuit.reason if circuit is not None else "",
     }
 
 

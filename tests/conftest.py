@@ -34,6 +34,16 @@ def media_root(settings: Any, tmp_path: Path) -> Path:
     return settings.MEDIA_ROOT
 
 
+@pytest.fixture(autouse=True)
+def fresh_llm_throttle() -> Iterator[None]:
+    """The in-process circuit and rate limit start closed and empty in every test."""
+    from reliability import llm_runtime
+
+    llm_runtime._local_throttle = None
+    yield
+    llm_runtime._local_throttle = None
+
+
 # -- roles: one fixture per role, the same meaning everywhere ------------------------------------
 
 

@@ -81,3 +81,17 @@ def test_the_deployment_chooses_its_template_packs_and_a_bad_one_stops_start_up(
     bad = run_manage("check", env={"EXTRACTION_PACKS": "clinical,astrology"})
     assert bad.returncode != 0
     assert "No template pack 'astrology' (available: clinical, us_tax)." in bad.stderr
+
+
+def test_the_run_deadline_must_fit_between_a_call_timeout_and_the_job_timeout():
+    too_long = run_manage("check", env={"RUN_DEADLINE_SECONDS": "950"})
+    assert too_long.returncode != 0
+    assert "RUN_DEADLINE_SECONDS=950 must be above LLM_TIMEOUT_SECONDS=60" in too_long.stderr
+    too_short = run_manage("check", env={"RUN_DEADLINE_SECONDS": "30"})
+    assert too_short.returncode != 0 and "RUN_DEADLINE_SECONDS=30" in too_short.stderr
+    prices = run_manage("check", env={"LLM_PRICES": '{"my-model": {"input": 1}}'})
+    assert "LLM_PRICES['my-model'] needs 'input' and 'output' prices." in prices.stderr
+    budget = run_manage(
+        "check", env={"LLM_DAILY_BUDGET_USD": "20", "GEMINI_MODEL": "unknown-model"}
+    )
+    assert "LLM_DAILY_BUDGET_USD needs a price for unknown-model" in budget.stderr

@@ -1,11 +1,25 @@
-"""The Gemini classifier: one structured call answering a full ClassificationOutput."""
+"""The Gemini classifier: one structured call answering a full ClassificationOutput and, when
+extraction templates are given, each segment's fields in the same call.
+
+The document's pages are delimited as data (engine.llm.delimiting); the system prompt says that
+nothing inside them is an instruction. Feedback from a failed attempt comes in a feedback block
+marked with the same boundary token, so the document cannot forge one. The prompt's version is a
+hash of its text (the templates included), stored with every call.
+"""
 
 from __future__ import annotations
 
-from engine.protocols import LLMClient
-from engine.schemas import DISPLAY_NAMES, ClassificationOutput
+from collections.abc import Sequence
 
-PROMPT_VERSION = "classify-2026.11.1"
+from pydantic import BaseModel, Field
+
+from engine.fields.loop import base_prompt
+from engine.fields.templates import Template
+from engine.llm.client import CONFIDENCE_RUBRIC, prompt_version
+from engine.llm.delimiting import DATA_NOTICE, delimit, feedback_block
+from engine.llm.operations import FieldValue
+from engine.protocols import LLMClient
+from engine.schemas import DISPLAY_NAMES, ClassificationOutput, DocType
 
 SYSTEM_PROMPT = f"""You classify clinical documents for a hospital. Types:
 {", ".join(f"{k} ({v})" for k, v in DISPLAY_NAMES.items())}.
@@ -16,25 +30,88 @@ segment give an assessment for every one of the five types; shares of a segment 
 document mixture gives every type's overall share (summing to 1). Evidence snippets must be
 copied verbatim from the page they cite (page numbers are 1-based); never paraphrase. Do not use
 headers or footers (page numbers, fax banners, MRN, dates of birth) as evidence. Forms,
-requisitions, cover sheets and routine lab panels are "other"."""
+requisitions, cover sheets and routine lab panels are "other".
+{DATA_NOTICE}"""
+
+FIELDS_PROMPT = """Field extraction, in the same answer: for every segment add one entry to
+segment_fields with its start_page, end_page and dominant type, and the fields of the template of
+that type below, one item per field: value (null and status not_present when the segment does
+not contain it), status (found, not_present or ambiguous), confidence and the verbatim snippet the
+value comes from. Extract only from the document text."""
+
+
+class NamedField(FieldValue):
+    """One field of a segment's template, as extract_fields answers it, with its name."""
+
+    name: str
+
+
+class SegmentFields(BaseModel):
+    start_page: int
+    end_page: int
+    doc_type: DocType
+    fields: list[NamedField] = Field(default_factory=list)
+
+
+class ClassificationWithFields(ClassificationOutput):
+    segment_fields: list[SegmentFields] = Field(
+        default_factory=list, description="Each segment's fields, from its type's template."
+    )
 
 
 class GeminiClassifier:
     name = "gemini"
-    prompt_version = PROMPT_VERSION
 
-    def __init__(self, client: LLMClient) -> None:
+    def __init__(self, client: LLMClient, *, templates: Sequence[Template] = ()) -> None:
         self.client = client
+        self.templates = tuple(templates)
+        self.system = SYSTEM_PROMPT
+        if self.templates:
+            listing = "\n\n".join(
+                f"Template for {t.doc_type}:\n{base_prompt(t)}" for t in self.templates
+            )
+            self.system = f"{SYSTEM_PROMPT}\n\n{FIELDS_PROMPT}\n\n{listing}"
+        self._version = prompt_version("classify", self.system, CONFIDENCE_RUBRIC)
 
     @property
     def model(self) -> str:
         return self.client.model
 
-    def classify(self, pages: list[str], feedback: str | None = None) -> ClassificationOutput:
-        body = "\n\n".join(f"=== PAGE {n} ===\n{text}" for n, text in enumerate(pages, start=1))
-        prompt = f"The document has {len(pages)} page(s).\n\n{body}"
+    @property
+    def prompt_version(self) -> str:
+        return self._version
+
+    def prompt(self, pages: list[str], feedback: str | None = None) -> str:
+        block = delimit(pages)
+        task = "Classify the document above."
+        if self.templates:
+            task += " Fill segment_fields for every segment."
+        prompt = f"{block.text}\n\n{task}"
         if feedback:
-            prompt += f"\n\n{feedback}"
-        return self.client.generate(
-            prompt=prompt, schema=ClassificationOutput, system=SYSTEM_PROMPT, operation="classify"
+            prompt += "\n\n" + feedback_block(feedback, block.token)
+        return prompt
+
+    def classify_with_fields(
+        self, pages: list[str], feedback: str | None = None
+    ) -> tuple[ClassificationOutput, list[SegmentFields]]:
+        """The classification and, with templates, each segment's fields (one call)."""
+        schema: type[ClassificationOutput] = (
+            ClassificationWithFields if self.templates else ClassificationOutput
         )
+        answer = self.client.generate(
+            prompt=self.prompt(pages, feedback),
+            schema=schema,
+            system=self.system,
+            operation="classify",
+            version=self._version,
+        )
+        if isinstance(answer, ClassificationWithFields):
+            fields = list(answer.segment_fields)
+            output = ClassificationOutput.model_validate(
+                answer.model_dump(exclude={"segment_fields"})
+            )
+            return output, fields
+        return answer, []
+
+    def classify(self, pages: list[str], feedback: str | None = None) -> ClassificationOutput:
+        return self.classify_with_fields(pages, feedback)[0]

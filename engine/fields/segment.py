@@ -6,14 +6,21 @@ Django. Runs (reliability) and corrections (review) both extract through this on
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.fields.extractors import gemini_extractor, gemini_filler, offline_extractor
+from engine.fields.extractors import (
+    answer_fields,
+    gemini_extractor,
+    gemini_filler,
+    offline_extractor,
+    prefilled_extractor,
+)
 from engine.fields.forms import FormMatch, match_form, offline_filler
 from engine.fields.loop import LoopConfig, run_loop
 from engine.fields.templates import Pack, Template, find_template
-from engine.llm import LLMError
+from engine.llm import LLMError, LLMUnavailable
 from engine.protocols import LLMClient
 
 COMPLETED = "completed"
@@ -50,11 +57,15 @@ def extract_segment(
     client: LLMClient | None = None,
     forms: list[Template] | None = None,
     expected_year: int | None = None,
+    given: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> SegmentFields:
     """``pages`` are the segment's own pages; ``start_page`` is where it starts in the
     document, so that each field's page is a page number of the whole document. ``forms``
     (the form templates in force) are tried on a segment of type Other: the best-filled form
-    that qualifies gives the template; ``expected_year`` checks a tax form's year."""
+    that qualifies gives the template; ``expected_year`` checks a tax form's year. ``given``
+    is an LLM's answer for these fields already (the classification call extracts them too):
+    it is the first iteration, with no call. LLMUnavailable propagates (the run waits); any
+    other LLM failure is this segment's failure."""
     started = time.perf_counter()
     template = find_template(packs, doc_type)
     form: FormMatch | None = None
@@ -66,6 +77,8 @@ def extract_segment(
                 expected_year=expected_year,
                 filler=gemini_filler(client) if client is not None else offline_filler,
             )
+        except LLMUnavailable:
+            raise
         except LLMError as exc:
             return SegmentFields(status=FAILED, reason=f"The language model call failed: {exc}")
         if form.chosen is not None:
@@ -81,8 +94,12 @@ def extract_segment(
         if client is not None
         else offline_extractor(template, pages)
     )
+    if given is not None and client is not None and template.doc_type == doc_type:
+        extractor = prefilled_extractor(answer_fields(template, given, pages), extractor)
     try:
         result = run_loop(template=template, pages=pages, extractor=extractor, config=config)
+    except LLMUnavailable:
+        raise
     except LLMError as exc:
         return SegmentFields(
             status=FAILED, reason=f"The language model call failed: {exc}", form=form

@@ -5,12 +5,23 @@ from engine.llm.client import (
     CONFIDENCE_RUBRIC,
     CallRecord,
     GeminiClient,
+    Price,
+    ResponseCache,
     client_from_settings,
     configured,
+    prompt_version,
     uses_vertex,
 )
-from engine.llm.errors import LLMError, LLMSchemaError, LLMTransportError
-from engine.llm.operations import EvalResult, EvaluationOperations
+from engine.llm.errors import (
+    LLMBlocked,
+    LLMError,
+    LLMRefused,
+    LLMSchemaError,
+    LLMTransportError,
+    LLMUnavailable,
+)
+from engine.llm.operations import EvalResult, EvaluationOperations, run_concurrently
+from engine.llm.throttle import LocalThrottle, RedisThrottle, Throttle
 
 __all__ = [
     "CONFIDENCE_RUBRIC",
@@ -18,10 +29,20 @@ __all__ = [
     "EvalResult",
     "EvaluationOperations",
     "GeminiClient",
+    "LLMBlocked",
     "LLMError",
+    "LLMRefused",
     "LLMSchemaError",
     "LLMTransportError",
+    "LLMUnavailable",
+    "LocalThrottle",
+    "Price",
+    "RedisThrottle",
+    "ResponseCache",
+    "Throttle",
     "client_from_settings",
     "configured",
+    "prompt_version",
+    "run_concurrently",
     "uses_vertex",
 ]

@@ -2,26 +2,46 @@
 that imports google.genai.
 
 Three retry layers with separate budgets (see CONVENTIONS.md): transport errors (429, 5xx,
-timeouts, connection errors) retry here with exponential backoff and jitter, bounded; a response
-that does not fit the schema is re-asked once with the validation error; verification retries
-belong to the orchestrator. Every call is accounted (tokens, latency, outcome). The evaluation
-operations (filter, score, extract, extract_fields) come from ``EvaluationOperations``.
+timeouts, connection errors) retry here with exponential backoff and jitter, honouring the
+server's Retry-After header and google.rpc.RetryInfo, bounded by the number of tries, by the
+longest wait worth holding a worker for and by the run's deadline; past those the call raises
+``LLMUnavailable`` with the moment worth trying again, and the run waits. A response that does
+not fit the schema is re-asked once with the validation error; a safety block or an empty
+answer is reported as a block, never re-asked. Verification retries belong to the orchestrator.
+
+Every call is accounted (tokens in, out and thinking, cost, tries, latency, prompt version,
+outcome). Answers are cached by (prompt with the page texts, prompt version, model, schema,
+generation settings): the same text asked the same way costs no second call.
 """
 
 from __future__ import annotations
 
+import copy
+import email.utils
+import hashlib
+import json
 import logging
 import random
+import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, TypeVar
+from functools import lru_cache
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from engine.llm.errors import LLMError, LLMSchemaError, LLMTransportError
+from engine.llm.errors import (
+    LLMBlocked,
+    LLMError,
+    LLMRefused,
+    LLMSchemaError,
+    LLMTransportError,
+    LLMUnavailable,
+)
 from engine.llm.operations import EvaluationOperations
+from engine.llm.throttle import LocalThrottle, Throttle
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +53,48 @@ CONFIDENCE_RUBRIC = (
     "0.4 the source does not give enough to say."
 )
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+OVERLOAD_STATUS = frozenset({429, 503})  # the server says "not now": pause every caller
+PERMANENT_MEANING = {
+    400: "the request was rejected as invalid",
+    401: "the API key or credentials were not accepted",
+    403: "the API key or project is not allowed to use this model",
+    404: "the model or endpoint was not found",
+}
+BLOCKING_FINISH = frozenset(
+    {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "LANGUAGE", "OTHER"}
+)
+MAX_HINT_SECONDS = 3600.0  # a longer Retry-After is taken as an hour
+MIN_CALL_SECONDS = 5.0  # a try with less time than this left before the deadline is not made
+
+
+def prompt_version(name: str, *texts: str) -> str:
+    """A prompt's version: its name and a hash of its text. A changed prompt is a new version."""
+    digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:12]
+    return f"{name}-{digest}"
+
+
+@dataclass(frozen=True)
+class Price:
+    """US dollars per million tokens; thinking tokens are billed as output."""
+
+    input_per_million: float
+    output_per_million: float
+
+    def cost(self, tokens_in: int, tokens_out: int, tokens_thinking: int) -> float:
+        return (
+            tokens_in * self.input_per_million
+            + (tokens_out + tokens_thinking) * self.output_per_million
+        ) / 1_000_000
+
+
+class ResponseCache(Protocol):
+    """Validated answers by key. ``get`` returns the answer's JSON or None."""
+
+    def get(self, key: str) -> str | None: ...
+
+    def put(
+        self, key: str, *, value: str, operation: str, model: str, prompt_version: str
+    ) -> None: ...
 
 
 @dataclass
@@ -40,12 +102,24 @@ class CallRecord:
     operation: str
     model: str
     ok: bool
-    tries: int
+    tries: int  # HTTP requests made (0: answered from the cache, or never sent)
     reasked: bool
     tokens_in: int
     tokens_out: int
     seconds: float
     error: str = ""
+    tokens_thinking: int = 0
+    cost_usd: float = 0.0
+    prompt_version: str = ""
+    outcome: str = "ok"  # ok, cached, unavailable, refused, blocked, schema, failed
+
+
+@dataclass
+class _Progress:
+    tries: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_thinking: int = 0
 
 
 class GeminiClient(EvaluationOperations):
@@ -53,6 +127,7 @@ class GeminiClient(EvaluationOperations):
 
     API-key mode by default; Vertex AI mode with ``vertexai=True`` and project/location.
     ``base_url`` points the real client at a proxy or, in tests, at a local stub server.
+    ``deadline`` (a ``time.monotonic()`` value) bounds every try and wait of the run using it.
     """
 
     name = "gemini"
@@ -70,33 +145,41 @@ class GeminiClient(EvaluationOperations):
         max_transport_retries: int = 4,
         backoff_base_seconds: float = 1.0,
         backoff_max_seconds: float = 30.0,
+        max_inline_wait_seconds: float = 5.0,
         max_concurrency: int = 4,
+        thinking_budget: int | None = None,
+        price: Price | None = None,
+        cache: ResponseCache | None = None,
+        throttle: Throttle | None = None,
+        deadline: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        from google import genai
         from google.genai import types
 
-        http_options = types.HttpOptions(
-            base_url=base_url or None,
-            timeout=int(timeout_seconds * 1000),
-            retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours, below
+        self._client = _genai_client(
+            api_key=api_key,
+            vertexai=vertexai,
+            project=project,
+            location=location,
+            base_url=base_url,
+            timeout_ms=int(timeout_seconds * 1000),
         )
-        if vertexai:
-            self._client = genai.Client(
-                vertexai=True, project=project, location=location, http_options=http_options
-            )
-        else:
-            if not api_key:
-                raise LLMError("GEMINI_API_KEY is not set.")
-            self._client = genai.Client(api_key=api_key, http_options=http_options)
         self._types = types
         self.model = model
+        self.timeout_seconds = timeout_seconds
         self.max_transport_retries = max_transport_retries
         self.backoff_base = backoff_base_seconds
         self.backoff_max = backoff_max_seconds
+        self.max_inline_wait = max_inline_wait_seconds
         self.max_concurrency = max_concurrency
+        self.thinking_budget = thinking_budget
+        self.price = price
+        self.cache = cache
+        self.throttle: Throttle = throttle if throttle is not None else LocalThrottle()
+        self.deadline = deadline
         self._sleep = sleep
         self._lock = threading.Lock()
+        self._local = threading.local()
         self.calls: list[CallRecord] = []
 
     # -- accounting ---------------------------------------------------------------------------
@@ -109,80 +192,229 @@ class GeminiClient(EvaluationOperations):
         with self._lock:
             calls = list(self.calls)
         return {
-            "calls": len(calls),
+            "calls": sum(1 for c in calls if c.tries > 0),
+            "requests": sum(c.tries for c in calls),
+            "cache_hits": sum(1 for c in calls if c.outcome == "cached"),
             "tokens_in": sum(c.tokens_in for c in calls),
             "tokens_out": sum(c.tokens_out for c in calls),
+            "tokens_thinking": sum(c.tokens_thinking for c in calls),
+            "cost_usd": round(sum(c.cost_usd for c in calls), 6),
             "seconds": round(sum(c.seconds for c in calls), 3),
             "log": [asdict(c) for c in calls],
         }
 
-    # -- transport ----------------------------------------------------------------------------
+    # -- time: the deadline, waits and the shared circuit -------------------------------------
+
+    def _now(self) -> float:
+        # With an injected sleep (tests) time does not pass; the time slept so far does.
+        return max(time.time(), getattr(self._local, "slept_until", 0.0))
+
+    def _wait(self, seconds: float) -> None:
+        self._local.slept_until = self._now() + seconds
+        self._sleep(seconds)
+
+    def _time_left(self) -> float | None:
+        if self.deadline is None:
+            return None
+        return self.deadline - time.monotonic()
+
+    def _may_wait(self, seconds: float) -> bool:
+        left = self._time_left()
+        fits = left is None or seconds + MIN_CALL_SECONDS <= left
+        return seconds <= self.max_inline_wait and fits
+
+    def _await_turn(self) -> None:
+        """Wait out an open circuit and the rate limit, or give up with LLMUnavailable."""
+        state = self.throttle.state()
+        now = self._now()
+        wait = state.remaining(now)
+        if wait > 0:
+            if not self._may_wait(wait):
+                raise LLMUnavailable(
+                    f"the language model asked to wait ({state.reason})",
+                    retry_at=state.paused_until,
+                    hinted=True,
+                )
+            self._wait(wait)
+        slot = self.throttle.reserve()
+        if slot > 0.001:
+            if not self._may_wait(slot):
+                raise LLMUnavailable(
+                    "the request rate limit is reached", retry_at=now + slot, hinted=True
+                )
+            self._wait(slot)
 
     def _backoff(self, attempt: int) -> float:
         ceiling = min(self.backoff_max, self.backoff_base * (2**attempt))
         return random.uniform(ceiling / 2, ceiling)  # exponential, with jitter
 
-    def _is_retryable(self, exc: Exception) -> bool:
-        from google.genai import errors
+    # -- transport ----------------------------------------------------------------------------
 
-        if isinstance(exc, errors.APIError):
-            return exc.code in RETRYABLE_STATUS
-        # Timeouts and dropped connections from whichever HTTP library the SDK uses (httpx,
-        # httpx2, aiohttp): their transport errors share these names across versions.
-        names = {cls.__name__ for cls in type(exc).__mro__}
-        return bool(
-            names
-            & {
-                "TimeoutException",
-                "TransportError",
-                "ConnectError",
-                "ConnectionError",
-                "TimeoutError",
-            }
-        )
-
-    def _send(self, *, prompt: str, schema: type[BaseModel], system: str) -> tuple[Any, int]:
-        config = self._types.GenerateContentConfig(
+    def _config(self, *, system: str, schema: type[BaseModel], timeout: float) -> Any:
+        types = self._types
+        options: dict[str, Any] = dict(
             system_instruction=system,
             response_mime_type="application/json",
-            response_schema=schema,
+            response_schema=copy.deepcopy(_schema_json(schema)),  # the SDK edits it in place
             temperature=0.0,
+            http_options=types.HttpOptions(timeout=max(1, int(timeout * 1000))),
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         )
-        tries = 0
+        if self.thinking_budget is not None:
+            options["thinking_config"] = types.ThinkingConfig(thinking_budget=self.thinking_budget)
+        return types.GenerateContentConfig(**options)
+
+    def _send(
+        self, *, prompt: str, schema: type[BaseModel], system: str, progress: _Progress
+    ) -> Any:
+        from google.genai import errors
+
+        failures = 0
         while True:
-            tries += 1
+            self._await_turn()
+            timeout = self.timeout_seconds
+            left = self._time_left()
+            if left is not None:
+                if left < MIN_CALL_SECONDS:
+                    raise LLMUnavailable(
+                        "the run's time for language-model calls is spent",
+                        retry_at=self._now() + self._backoff(0),
+                    )
+                timeout = min(timeout, left)
+            progress.tries += 1
             try:
                 response = self._client.models.generate_content(
-                    model=self.model, contents=prompt, config=config
+                    model=self.model,
+                    contents=prompt,
+                    config=self._config(system=system, schema=schema, timeout=timeout),
                 )
-                return response, tries
             except Exception as exc:
-                if not self._is_retryable(exc) or tries > self.max_transport_retries:
-                    raise LLMTransportError(_describe(exc, tries)) from exc
-                delay = self._backoff(tries - 1)
+                code = exc.code if isinstance(exc, errors.APIError) else None
+                if code is not None and code not in RETRYABLE_STATUS:
+                    raise LLMRefused(_refusal(exc, progress.tries), code=code) from exc
+                if code is None and not _is_transport_failure(exc):
+                    raise LLMTransportError(_describe(exc, progress.tries)) from exc
+                failures += 1
+                hint = retry_hint(exc)
+                if code in OVERLOAD_STATUS and hint is not None:
+                    self.throttle.pause(hint, _describe(exc, progress.tries, brief=True))
+                else:
+                    self.throttle.failure()
+                delay = max(self._backoff(failures - 1), hint or 0.0)
+                stop = ""
+                if failures > self.max_transport_retries:
+                    stop = "tries exhausted"
+                elif delay > self.max_inline_wait:
+                    stop = f"the next try is in {delay:.0f} s"
+                elif not self._may_wait(delay):
+                    stop = "no time left in this run for another try"
+                if stop:
+                    raise LLMUnavailable(
+                        f"{_describe(exc, progress.tries)}; {stop}",
+                        retry_at=self._now() + delay,
+                        hinted=hint is not None,
+                    ) from exc
                 logger.warning(
-                    "LLM transport error (%s); retry %s in %.1fs", type(exc).__name__, tries, delay
+                    "LLM transport error (%s); retry %s in %.1fs",
+                    _describe(exc, progress.tries, brief=True),
+                    failures,
+                    delay,
                 )
-                self._sleep(delay)
+                self._wait(delay)
+                continue
+            self.throttle.success()
+            return response
 
     # -- structured generation ----------------------------------------------------------------
 
+    def _cache_key(self, *, system: str, prompt: str, schema: type[BaseModel]) -> str:
+        shape = _schema_shape(schema)
+        payload = json.dumps(
+            [self.model, system, prompt, shape, self.thinking_budget, 0.0], ensure_ascii=False
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()
+
     def generate(
-        self, *, prompt: str, schema: type[T], system: str = "", operation: str = "generate"
+        self,
+        *,
+        prompt: str,
+        schema: type[T],
+        system: str = "",
+        operation: str = "generate",
+        version: str = "",
     ) -> T:
-        """One structured call. Raises LLMTransportError or LLMSchemaError when it fails."""
+        """One structured call. Raises LLMUnavailable (transient), LLMRefused, LLMBlocked or
+        LLMSchemaError when it fails."""
         system = f"{system}\n\n{CONFIDENCE_RUBRIC}".strip()
+        version = version or prompt_version(operation, system)
+        key = self._cache_key(system=system, prompt=prompt, schema=schema)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                try:
+                    result = schema.model_validate_json(hit)
+                except ValidationError:
+                    pass  # an entry from an older schema: ask again
+                else:
+                    self._record(
+                        CallRecord(
+                            operation=operation,
+                            model=self.model,
+                            ok=True,
+                            tries=0,
+                            reasked=False,
+                            tokens_in=0,
+                            tokens_out=0,
+                            seconds=0.0,
+                            prompt_version=version,
+                            outcome="cached",
+                        )
+                    )
+                    return result
         started = time.perf_counter()
-        tokens_in = tokens_out = tries = 0
+        progress = _Progress()
         reasked = False
         current_prompt = prompt
+
+        def record(ok: bool, error: str = "", outcome: str = "ok") -> None:
+            cost = (
+                self.price.cost(progress.tokens_in, progress.tokens_out, progress.tokens_thinking)
+                if self.price
+                else 0.0
+            )
+            self._record(
+                CallRecord(
+                    operation=operation,
+                    model=self.model,
+                    ok=ok,
+                    tries=progress.tries,
+                    reasked=reasked,
+                    tokens_in=progress.tokens_in,
+                    tokens_out=progress.tokens_out,
+                    seconds=round(time.perf_counter() - started, 3),
+                    error=error,
+                    tokens_thinking=progress.tokens_thinking,
+                    cost_usd=round(cost, 6),
+                    prompt_version=version,
+                    outcome=outcome,
+                )
+            )
+
         try:
             for round_ in range(2):
-                response, used = self._send(prompt=current_prompt, schema=schema, system=system)
-                tries += used
+                response = self._send(
+                    prompt=current_prompt, schema=schema, system=system, progress=progress
+                )
                 usage = getattr(response, "usage_metadata", None)
-                tokens_in += getattr(usage, "prompt_token_count", 0) or 0
-                tokens_out += getattr(usage, "candidates_token_count", 0) or 0
+                progress.tokens_in += getattr(usage, "prompt_token_count", 0) or 0
+                progress.tokens_out += getattr(usage, "candidates_token_count", 0) or 0
+                progress.tokens_thinking += getattr(usage, "thoughts_token_count", 0) or 0
+                block = blocked_reason(response)
+                if block is not None:
+                    reason, message = block
+                    raise LLMBlocked(
+                        f"the language model blocked the request: {message}", reason=reason
+                    )
                 text = response.text or ""
                 try:
                     result = schema.model_validate_json(text)
@@ -199,45 +431,170 @@ class GeminiClient(EvaluationOperations):
                         "Answer again with JSON that matches the schema exactly."
                     )
                     continue
-                self._record(
-                    CallRecord(
-                        operation,
-                        self.model,
-                        True,
-                        tries,
-                        reasked,
-                        tokens_in,
-                        tokens_out,
-                        round(time.perf_counter() - started, 3),
+                record(True)
+                if self.cache is not None:
+                    self.cache.put(
+                        key,
+                        value=result.model_dump_json(),
+                        operation=operation,
+                        model=self.model,
+                        prompt_version=version,
                     )
-                )
                 return result
         except LLMError as exc:
-            self._record(
-                CallRecord(
-                    operation,
-                    self.model,
-                    False,
-                    tries,
-                    reasked,
-                    tokens_in,
-                    tokens_out,
-                    round(time.perf_counter() - started, 3),
-                    str(exc),
-                )
-            )
+            record(False, str(exc), _outcome(exc))
             raise
         raise AssertionError("unreachable")
+
+
+@lru_cache(maxsize=16)
+def _genai_client(
+    *,
+    api_key: str | None,
+    vertexai: bool,
+    project: str | None,
+    location: str | None,
+    base_url: str | None,
+    timeout_ms: int,
+) -> Any:
+    """One SDK client per configuration and process: building one loads the TLS trust store
+    (about 80 ms), and a worker that builds it before forking hands it to every job."""
+    from google import genai
+    from google.genai import types
+
+    http_options = types.HttpOptions(
+        base_url=base_url or None,
+        timeout=timeout_ms,
+        retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours (GeminiClient)
+    )
+    if vertexai:
+        return genai.Client(
+            vertexai=True, project=project, location=location, http_options=http_options
+        )
+    if not api_key:
+        raise LLMError("GEMINI_API_KEY is not set.")
+    return genai.Client(api_key=api_key, http_options=http_options)
+
+
+@lru_cache(maxsize=64)
+def _schema_json(schema: type[BaseModel]) -> dict[str, Any]:
+    """The schema's JSON Schema, built once (the SDK would build it again on every call)."""
+    return schema.model_json_schema()
+
+
+@lru_cache(maxsize=64)
+def _schema_shape(schema: type[BaseModel]) -> str:
+    return json.dumps(_schema_json(schema), sort_keys=True)
+
+
+def _outcome(exc: LLMError) -> str:
+    for kind, name in (
+        (LLMUnavailable, "unavailable"),
+        (LLMRefused, "refused"),
+        (LLMBlocked, "blocked"),
+        (LLMSchemaError, "schema"),
+    ):
+        if isinstance(exc, kind):
+            return name
+    return "failed"
+
+
+def _is_transport_failure(exc: Exception) -> bool:
+    # Timeouts and dropped connections from whichever HTTP library the SDK uses (httpx,
+    # httpx2, aiohttp): their transport errors share these names across versions.
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(
+        names
+        & {"TimeoutException", "TransportError", "ConnectError", "ConnectionError", "TimeoutError"}
+    )
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
+
+
+def retry_hint(exc: Exception) -> float | None:
+    """Seconds the server asked us to wait: the Retry-After header (seconds or an HTTP date)
+    or google.rpc.RetryInfo's retryDelay in the error details; the longer of the two."""
+    hints: list[float] = []
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    raw = headers.get("retry-after") if headers is not None else None
+    if raw:
+        raw = str(raw).strip()
+        if raw.replace(".", "", 1).isdigit():
+            hints.append(float(raw))
+        else:
+            try:
+                when = email.utils.parsedate_to_datetime(raw)
+            except (TypeError, ValueError):
+                when = None
+            if when is not None:
+                hints.append(when.timestamp() - time.time())
+    details = getattr(exc, "details", None)
+    error = details.get("error", details) if isinstance(details, dict) else {}
+    for item in error.get("details", []) if isinstance(error, dict) else []:
+        if not isinstance(item, dict) or not str(item.get("@type", "")).endswith("RetryInfo"):
+            continue
+        delay = item.get("retryDelay")
+        if isinstance(delay, str) and (match := _DURATION.match(delay)):
+            hints.append(float(match.group(1)))
+        elif isinstance(delay, dict):
+            hints.append(float(delay.get("seconds", 0)) + float(delay.get("nanos", 0)) / 1e9)
+    if not hints:
+        return None
+    return min(MAX_HINT_SECONDS, max(0.0, max(hints)))
+
+
+def blocked_reason(response: Any) -> tuple[str, str] | None:
+    """(reason, message) when the answer is a block or empty; None for a usable answer."""
+    feedback = getattr(response, "prompt_feedback", None)
+    reason = getattr(feedback, "block_reason", None)
+    if reason:
+        name = getattr(reason, "value", str(reason))
+        detail = getattr(feedback, "block_reason_message", None)
+        return name, f"the prompt was blocked ({name}{': ' + detail if detail else ''})"
+    candidates = getattr(response, "candidates", None) or []
+    if not candidates:
+        return "NO_CANDIDATE", "the model returned no answer (no candidate)"
+    candidate = candidates[0]
+    finish = getattr(candidate, "finish_reason", None)
+    finish_name = getattr(finish, "value", str(finish)) if finish else ""
+    if finish_name in BLOCKING_FINISH:
+        flagged = [
+            getattr(r.category, "value", str(r.category))
+            for r in getattr(candidate, "safety_ratings", None) or []
+            if getattr(r, "blocked", False)
+        ]
+        extra = f"; flagged: {', '.join(flagged)}" if flagged else ""
+        return finish_name, f"the answer was blocked ({finish_name}{extra})"
+    content = getattr(candidate, "content", None)
+    if not content or not getattr(content, "parts", None):
+        return (
+            "EMPTY",
+            f"the model returned an empty answer (finish reason {finish_name or 'none'})",
+        )
+    return None
 
 
 def _brief(exc: ValidationError) -> str:
     return "\n".join(f"- {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:10])
 
 
-def _describe(exc: Exception, tries: int) -> str:
+def _describe(exc: Exception, tries: int, *, brief: bool = False) -> str:
     code = getattr(exc, "code", None)
+    status = getattr(exc, "status", None)
     kind = f"HTTP {code}" if code else type(exc).__name__
+    if brief:
+        return f"{kind}{f' {status}' if status and code else ''}"
     return f"{kind} after {tries} attempt(s)"
+
+
+def _refusal(exc: Exception, tries: int) -> str:
+    code = getattr(exc, "code", 0)
+    message = (getattr(exc, "message", "") or "").strip()
+    meaning = PERMANENT_MEANING.get(code, "the request was refused")
+    return f"HTTP {code} after {tries} attempt(s): {meaning}" + (
+        f" ({message[:200]})" if message else ""
+    )
 
 
 def uses_vertex(settings: Any) -> bool:
@@ -254,6 +611,8 @@ def client_from_settings(settings: Any, **overrides: Any) -> GeminiClient | None
     if not configured(settings):
         return None
     vertex = uses_vertex(settings)
+    prices = getattr(settings, "LLM_PRICES", {}) or {}
+    entry = prices.get(settings.GEMINI_MODEL)
     options: dict[str, Any] = dict(
         model=settings.GEMINI_MODEL,
         api_key=settings.GEMINI_API_KEY or None,
@@ -264,7 +623,10 @@ def client_from_settings(settings: Any, **overrides: Any) -> GeminiClient | None
         timeout_seconds=settings.LLM_TIMEOUT_SECONDS,
         max_transport_retries=settings.LLM_MAX_TRANSPORT_RETRIES,
         backoff_base_seconds=settings.LLM_BACKOFF_BASE_SECONDS,
+        max_inline_wait_seconds=getattr(settings, "LLM_MAX_INLINE_WAIT_SECONDS", 5.0),
         max_concurrency=settings.LLM_MAX_CONCURRENCY,
+        thinking_budget=getattr(settings, "LLM_THINKING_BUDGET", None),
+        price=Price(float(entry["input"]), float(entry["output"])) if entry else None,
     )
     options.update(overrides)
     return GeminiClient(**options)

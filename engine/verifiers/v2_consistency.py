@@ -1,5 +1,6 @@
-"""V2 consistency: rules first, then (only without a BLOCKER, and only with an LLM) one LLM
-check that each segment's text matches its label."""
+"""V2 consistency: rules, and an LLM check that each segment's text reads as its label (one call
+per segment, made at once). When the LLM check runs is the pipeline's decision (pipeline.verify:
+only where it can change the outcome); ``verify`` here runs both, for direct use."""
 
 from __future__ import annotations
 
@@ -133,37 +134,47 @@ def _ranges(pages: list[int]) -> str:
     return ", ".join(parts)
 
 
+def check_segment(
+    index: int, output: ClassificationOutput, context: DocumentContext, llm: LLMClient
+) -> list[Issue]:
+    """One LLM call: does segment ``index``'s text read as its label?"""
+    segment = output.segments[index]
+    text = context.segment_text(segment.start_page, segment.end_page)[:8000]
+    name = DISPLAY_NAMES[segment.dominant_type]
+    result = llm.filter(question=f"Is this text, taken as a whole, a {name}?", text=text)
+    if result.error:
+        return [
+            _issue(
+                Severity.MAJOR,
+                "llm_check_failed",
+                f"The consistency check of segment {index + 1} could not run: {result.error}",
+                f"segments[{index}]",
+                "A clinician should confirm the type.",
+            )
+        ]
+    if result.value is False and result.confidence >= 0.7:
+        return [
+            _issue(
+                Severity.MAJOR,
+                "label_text_mismatch",
+                f"Segment {index + 1} does not read as a {name}: "
+                f"{result.reasoning or 'no reason given'}",
+                f"segments[{index}].dominant_type",
+                "Re-read the segment and correct its type.",
+                llm=True,
+            )
+        ]
+    return []
+
+
 def verify_llm(
     output: ClassificationOutput, context: DocumentContext, llm: LLMClient
 ) -> list[Issue]:
-    issues: list[Issue] = []
-    for i, segment in enumerate(output.segments):
-        text = context.segment_text(segment.start_page, segment.end_page)[:8000]
-        name = DISPLAY_NAMES[segment.dominant_type]
-        result = llm.filter(question=f"Is this text, taken as a whole, a {name}?", text=text)
-        if result.error:
-            issues.append(
-                _issue(
-                    Severity.MAJOR,
-                    "llm_check_failed",
-                    f"The consistency check of segment {i + 1} could not run: {result.error}",
-                    f"segments[{i}]",
-                    "A clinician should confirm the type.",
-                )
-            )
-        elif result.value is False and result.confidence >= 0.7:
-            issues.append(
-                _issue(
-                    Severity.MAJOR,
-                    "label_text_mismatch",
-                    f"Segment {i + 1} does not read as a {name}: "
-                    f"{result.reasoning or 'no reason given'}",
-                    f"segments[{i}].dominant_type",
-                    "Re-read the segment and correct its type.",
-                    llm=True,
-                )
-            )
-    return issues
+    """Every segment checked, the calls made at once (up to the client's concurrency)."""
+    results = llm.concurrently(
+        [partial(check_segment, i, output, context, llm) for i in range(len(output.segments))]
+    )
+    return [issue for found in results for issue in found]
 
 
 def verify(

@@ -1,4 +1,5 @@
-"""V3 domain traps: rule lists are data (rules/v3_domain.json, versioned)."""
+"""V3 domain traps: rule lists are data (rules/v3_domain.json, versioned), and an optional LLM
+contextual check whose use the pipeline decides (pipeline.verify)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ class DomainRules:
     genomic_vendors: tuple[str, ...]
     administrative_keywords: tuple[str, ...]
     header_footer: tuple[re.Pattern[str], ...]
+    instructions: tuple[re.Pattern[str], ...] = ()
 
 
 @lru_cache(maxsize=1)
@@ -47,6 +49,10 @@ def load_rules(path: Path = RULES_PATH) -> DomainRules:
         administrative_keywords=tuple(data["administrative_keywords"]["phrases"]),
         header_footer=tuple(
             re.compile(r, re.IGNORECASE) for r in data["header_footer_patterns"]["regexes"]
+        ),
+        instructions=tuple(
+            re.compile(r, re.IGNORECASE)
+            for r in data.get("instruction_patterns", {}).get("regexes", [])
         ),
     )
 
@@ -100,6 +106,24 @@ def verify_rules(
                     llm=True,
                 )
             )
+
+        for number in pages:
+            addressed = next(
+                (m for p in rules.instructions if (m := p.search(context.pages[number - 1]))), None
+            )
+            if addressed is not None:
+                issues.append(
+                    _issue(
+                        Severity.MAJOR,
+                        "instruction_in_text",
+                        f"Page {number} contains text addressed to a language model "
+                        f"(“{addressed.group()[:80]}”): the document may be trying to steer "
+                        "its classification.",
+                        f"segments[{i}]",
+                        "A clinician should confirm the type, whatever the classifiers say.",
+                    )
+                )
+                break
 
         for t in segment.types:
             for k, evidence in enumerate(t.top_evidence):

@@ -154,7 +154,7 @@ def test_with_gemini_each_template_is_filled_by_extract_fields_through_the_stub(
     from engine.fields.extractors import gemini_filler
     from engine.fields.forms import match_form
     from engine.fields.templates import load_packs
-    from tests.reliability.gemini_stub import GeminiStub, candidate
+    from tests.reliability.gemini_stub import GeminiStub, Reply, candidate
 
     page = "\n\n".join(random_w2_paragraphs(random.Random(9), year=2021))
     ssn = page.split("social security number\n")[1].split("\n")[0]
@@ -166,7 +166,7 @@ def test_with_gemini_each_template_is_filled_by_extract_fields_through_the_stub(
         "wages": page.split("other compensation\n")[1].split("\n")[0],
     }
 
-    def respond(request):
+    def respond(path, request):
         names = request["generationConfig"]["responseSchema"]["properties"]
         answer = {
             name: {"value": w2[name], "status": "found", "confidence": 0.95, "snippet": w2[name]}
@@ -174,7 +174,7 @@ def test_with_gemini_each_template_is_filled_by_extract_fields_through_the_stub(
             else {"value": None, "status": "not_present", "confidence": 0.9, "snippet": ""}
             for name in names
         }
-        return 200, candidate(json.dumps(answer))
+        return Reply(200, candidate(json.dumps(answer)))
 
     tax = load_packs(("us_tax",))["us_tax"].templates
     with GeminiStub() as stub:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections import Counter
@@ -12,98 +13,149 @@ from benchmarks import faults
 from benchmarks.evaluation import read_labels
 from documents.services import pages_extract
 from engine import pipeline
-from engine.document import DocumentContext
-from reliability.services import get_preset
+from engine.classifiers.offline import OfflineClassifier
+from engine.document import DocumentContext, SecondOpinion
+from engine.schemas import DOC_TYPES, ClassificationOutput, Decision, DocType
+from reliability.services import gate_classifier, get_preset
 
 
 class Command(BaseCommand):
     help = (
         "Inject each fault kind into otherwise correct outputs for a corpus and report the "
-        "share detected, the decision reached, false escalations on clean outputs and the "
-        "verification time per document (LLM excluded)."
+        "share detected, the share escalated, the decision reached, false escalations on clean "
+        "outputs and the verification time per document (LLM excluded). Every output is "
+        "treated as an LLM's: the independent gate compares it with the offline classifier."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("corpus")
         parser.add_argument("--preset", default=None)
         parser.add_argument("--limit", type=int, default=None)
+        parser.add_argument("--json", dest="json_out", help="also write the figures here")
 
     def handle(self, *args: Any, **options: Any) -> None:
         corpus = Path(options["corpus"])
         if not (corpus / "labels.csv").exists():
             raise CommandError(f"{corpus}/labels.csv not found.")
         preset = get_preset(options["preset"])
+        gate = gate_classifier()
         documents: list[tuple[list[str], str]] = []
         for row in read_labels(corpus)[: options["limit"]]:
             path = corpus / row["path"]
             pages = [p.text for p in pages_extract(name=path.name, data=path.read_bytes())]
             documents.append((pages, row["label"]))
 
-        def run(output: Any, pages: list[str]) -> pipeline.Outcome:
-            context = DocumentContext(
-                pages=pages, min_dominant_confidence=preset.min_dominant_confidence
+        def context_for(pages: list[str]) -> DocumentContext:
+            return DocumentContext(
+                pages=pages,
+                min_dominant_confidence=preset.min_dominant_confidence,
+                second=SecondOpinion(gate.name, gate.classify(pages)),
             )
+
+        def run(output: ClassificationOutput, pages: list[str]) -> pipeline.Outcome:
             return pipeline.orchestrate(
-                classify=lambda _f: (output, 0), context=context, preset=preset, can_reask=False
+                classify=lambda _f: (output, 0),
+                context=context_for(pages),
+                preset=preset,
+                can_reask=False,
             )
 
         clean_decisions: Counter[str] = Counter()
+        clean_gate = 0
         timings: list[float] = []
+        gate_timings: list[float] = []
         usable = 0
+        names = [f.name for f in faults.FAULTS] + [f.name for f in faults.LLM_FAULTS]
         results: dict[str, dict[str, Any]] = {
-            f.name: {"applied": 0, "detected": 0, "decisions": Counter()} for f in faults.FAULTS
+            name: {"applied": 0, "detected": 0, "escalated": 0, "decisions": Counter()}
+            for name in names
         }
+
+        def record(name: str, code: str, output: ClassificationOutput, pages: list[str]) -> None:
+            entry = results[name]
+            entry["applied"] += 1
+            first = pipeline.verify(output, context_for(pages))
+            if any(i.code == code for i in first.issues):
+                entry["detected"] += 1
+            outcome = run(output, pages)
+            entry["escalated"] += outcome.decision == Decision.ESCALATE_TO_SME
+            key = outcome.decision.value
+            if len(outcome.attempts) > 1:
+                key += " after auto-fix"
+            entry["decisions"][key] += 1
+
         for pages, label in documents:
             clean = faults.clean_output(pages, label)
             if clean is None:
                 continue
             usable += 1
-            context = DocumentContext(
-                pages=pages, min_dominant_confidence=preset.min_dominant_confidence
-            )
             started = time.perf_counter()
-            pipeline.verify(clean, context)
+            context = context_for(pages)
+            gate_timings.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            verification = pipeline.verify(clean, context)
             timings.append((time.perf_counter() - started) * 1000)
+            clean_gate += any(i.agent == "GATE" for i in verification.issues)
             clean_decisions[run(clean, pages).decision.value] += 1
             for fault in faults.FAULTS:
                 output, changed = clean.model_copy(deep=True), list(pages)
-                if not fault.apply(output, changed):
-                    continue
-                entry = results[fault.name]
-                entry["applied"] += 1
-                first = pipeline.verify(
-                    output,
-                    DocumentContext(
-                        pages=changed, min_dominant_confidence=preset.min_dominant_confidence
-                    ),
-                )
-                if any(i.code == fault.expected_code for i in first.issues):
-                    entry["detected"] += 1
-                outcome = run(output, changed)
-                key = outcome.decision.value
-                if len(outcome.attempts) > 1:
-                    key += " after auto-fix"
-                entry["decisions"][key] += 1
+                if fault.apply(output, changed):
+                    record(fault.name, fault.expected_code, output, changed)
+            for retype in faults.LLM_FAULTS:
+                for target in DOC_TYPES:
+                    if target == DocType(label):
+                        continue
+                    output, changed = clean.model_copy(deep=True), list(pages)
+                    if retype.apply(output, changed, target):
+                        record(retype.name, retype.expected_code, output, changed)
 
         self.stdout.write(
             f"Corpus {corpus}: {len(documents)} documents, {usable} with a "
-            f"usable body line; preset {preset.name}"
+            f"usable body line; preset {preset.name}; independent gate: {gate.name} "
+            f"({OfflineClassifier().model})"
         )
-        header = f"{'fault':<42}{'applied':>8}{'detected':>10}  decisions"
+        header = f"{'fault':<42}{'applied':>8}{'detected':>10}{'escalated':>11}  decisions"
         self.stdout.write(header)
-        self.stdout.write("-" * 100)
+        self.stdout.write("-" * 110)
+        figures: dict[str, Any] = {"documents": len(documents), "usable": usable, "faults": {}}
         for name, entry in results.items():
-            share = entry["detected"] / entry["applied"] if entry["applied"] else 0.0
+            applied = entry["applied"]
+            detected = entry["detected"] / applied if applied else 0.0
+            escalated = entry["escalated"] / applied if applied else 0.0
             mix = ", ".join(f"{k} {v}" for k, v in sorted(entry["decisions"].items()))
-            self.stdout.write(f"{name:<42}{entry['applied']:>8}{share:>10.1%}  {mix}")
+            self.stdout.write(f"{name:<42}{applied:>8}{detected:>10.1%}{escalated:>11.1%}  {mix}")
+            figures["faults"][name] = {
+                "applied": applied,
+                "detected": round(detected, 4),
+                "escalated": round(escalated, 4),
+                "decisions": dict(entry["decisions"]),
+            }
         escalated = clean_decisions["ESCALATE_TO_SME"]
+        rate = escalated / max(usable, 1)
         self.stdout.write(
             f"Clean outputs: {usable}, escalated {escalated} "
-            f"(false-escalation rate {escalated / max(usable, 1):.2%}); "
+            f"(false-escalation rate {rate:.2%}; {clean_gate} by the independent gate); "
             f"{dict(clean_decisions)}"
         )
+        median = statistics.median(timings) if timings else 0.0
+        p95 = statistics.quantiles(timings, n=20)[18] if len(timings) > 1 else median
         self.stdout.write(
-            f"Verification time per document (LLM excluded): median "
-            f"{statistics.median(timings):.2f} ms, p95 "
-            f"{statistics.quantiles(timings, n=20)[18]:.2f} ms, max {max(timings):.2f} ms"
+            f"Verification time per document (LLM excluded, gate included): median "
+            f"{median:.2f} ms, p95 {p95:.2f} ms, max {max(timings, default=0.0):.2f} ms"
         )
+        figures["clean"] = {
+            "outputs": usable,
+            "escalated": escalated,
+            "false_escalation_rate": round(rate, 4),
+            "escalated_by_gate": clean_gate,
+            "decisions": dict(clean_decisions),
+        }
+        gate_median = statistics.median(gate_timings) if gate_timings else 0.0
+        self.stdout.write(
+            f"Independent classifier per document ({gate.name}): median {gate_median:.2f} ms"
+        )
+        figures["verification_ms"] = {"median": round(median, 3), "p95": round(p95, 3)}
+        figures["gate_classifier_ms"] = {"median": round(gate_median, 3)}
+        if options["json_out"]:
+            Path(options["json_out"]).write_text(json.dumps(figures, indent=2, sort_keys=True))
+            self.stdout.write(f"Wrote {options['json_out']}")

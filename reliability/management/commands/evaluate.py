@@ -33,7 +33,7 @@ class Command(BaseCommand):
         def extract(path: Path) -> list[str]:
             return [p.text for p in pages_extract(name=path.name, data=path.read_bytes())]
 
-        primary, _, client = build_classifiers()
+        primary, gate, client = build_classifiers()
         preset = get_preset(options["preset"])
         self.stdout.write(f"Classifier: {primary.name} ({primary.model}); preset {preset.name}")
         report = evaluation.evaluate(
@@ -42,6 +42,7 @@ class Command(BaseCommand):
             classify=primary.classify,
             preset=preset,
             llm=client,
+            gate=gate,
             limit=options["limit"],
             progress=lambda m: self.stderr.write(m),
         )

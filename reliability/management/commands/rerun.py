@@ -15,13 +15,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("document_id")
         parser.add_argument("--preset", default=None, help="real-time, batch or clinical")
+        parser.add_argument(
+            "--fresh",
+            action="store_true",
+            help="ask the language model again instead of answering from the response cache",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         document = Document.objects.filter(pk=options["document_id"]).first()
         if document is None:
             raise CommandError(f"No document {options['document_id']}.")
         try:
-            run = run_start(document=document, preset=options["preset"])
+            run = run_start(document=document, preset=options["preset"], fresh=options["fresh"])
         except RunRefused as refused:
             raise CommandError(str(refused)) from None
         run.refresh_from_db()

@@ -1,0 +1,92 @@
+"""Answers a careful language model would give, for the Gemini stub in tests and benchmarks.
+Pure: no Django.
+
+The classification is the offline classifier's (its segments and verbatim evidence) or a clean
+output for a known label, made confident; the fields are the offline extractor's best loop
+iteration for each segment's template. So a stubbed Gemini answer agrees with the independent
+gate and passes every deterministic check: the clean path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from benchmarks.faults import clean_output
+from engine.classifiers.offline import OfflineClassifier
+from engine.fields.extractors import offline_extractor
+from engine.fields.loop import LoopConfig, run_loop
+from engine.fields.templates import Template
+from engine.schemas import ClassificationOutput, Presence
+
+CONFIDENT = 0.95
+
+
+def confident(output: ClassificationOutput) -> ClassificationOutput:
+    """The same labels and evidence, stated with an LLM's confidence."""
+    sure = output.model_copy(deep=True)
+    for segment in sure.segments:
+        for t in segment.types:
+            if t.presence_level == Presence.PRIMARY:
+                t.confidence = max(t.confidence, CONFIDENT)
+    sure.self_evaluation.confidence = max(sure.self_evaluation.confidence, CONFIDENT)
+    return sure
+
+
+def classification(pages: list[str], label: str | None = None) -> ClassificationOutput:
+    if label is not None:
+        clean = clean_output(pages, label)
+        if clean is not None:
+            return clean
+    return confident(OfflineClassifier().classify(pages))
+
+
+def segment_fields(
+    output: ClassificationOutput, pages: list[str], templates: Sequence[Template]
+) -> list[dict[str, Any]]:
+    """Each segment's fields as the classification call gives them (``segment_fields``)."""
+    by_type = {t.doc_type: t for t in templates}
+    groups = []
+    for segment in output.segments:
+        template = by_type.get(segment.dominant_type.value)
+        if template is None:
+            continue
+        own = pages[segment.start_page - 1 : segment.end_page]
+        result = run_loop(
+            template=template,
+            pages=own,
+            extractor=offline_extractor(template, own),
+            config=LoopConfig(quality_threshold=0.99, max_iterations=3),
+        )
+        groups.append(
+            {
+                "start_page": segment.start_page,
+                "end_page": segment.end_page,
+                "doc_type": segment.dominant_type.value,
+                "fields": [field_item(f) for f in result.best.fields.values()],
+            }
+        )
+    return groups
+
+
+def field_item(extracted: Any) -> dict[str, Any]:
+    value = extracted.value
+    return {
+        "name": extracted.name,
+        "value": ", ".join(value) if isinstance(value, list) else value,
+        "status": extracted.status,
+        "confidence": extracted.confidence,
+        "snippet": extracted.snippet,
+    }
+
+
+def answer_json(
+    output: ClassificationOutput, pages: list[str], templates: Sequence[Template] = ()
+) -> str:
+    """The JSON text of a classification answer, with ``segment_fields`` when templates are
+    given (the classifier asked for them)."""
+    data = output.model_dump(mode="json")
+    if templates:
+        data["segment_fields"] = segment_fields(output, pages, templates)
+    return json.dumps(data)

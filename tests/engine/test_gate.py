@@ -1,0 +1,108 @@
+"""The independent gate: a second, unrelated classifier's answer against the primary's."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.faults import _relabel, clean_output
+from engine import pipeline
+from engine.classifiers.offline import OfflineClassifier
+from engine.document import DocumentContext, SecondOpinion
+from engine.schemas import Decision, DocType, Evidence, Presence
+from engine.verifiers import gate
+
+RADIOLOGY = (
+    "CT CHEST WITH CONTRAST\n\nFINDINGS\n\nA 4 mm nodule in the right upper lobe. No "
+    "consolidation, effusion or pneumothorax on axial images.\n\nIMPRESSION\n\nNo acute "
+    "cardiopulmonary abnormality."
+)
+
+
+def gated(pages, *, confirm=0.5):
+    second = SecondOpinion("offline", OfflineClassifier().classify(pages))
+    return DocumentContext(
+        pages=pages, min_dominant_confidence=0.6, second=second, gate_confirm_confidence=confirm
+    )
+
+
+def test_agreement_raises_nothing_and_confirms_when_the_second_is_confident(clean, pages):
+    result = gate.check(clean, gated(pages).second, gated(pages), confirm_confidence=0.5)
+    assert result.issues == [] and result.confirmed
+    assert (result.second_type, result.second_confidence) == ("pathology", 1.0)
+    unsure = gate.check(clean, gated(pages).second, gated(pages), confirm_confidence=1.01)
+    assert unsure.issues == [] and not unsure.confirmed
+
+
+def test_a_different_dominant_type_is_a_major_issue_nothing_can_fix(clean, pages):
+    _relabel(clean, DocType.RADIOLOGY)
+    context = gated(pages)
+    [issue] = gate.check(clean, context.second, context, confirm_confidence=0.5).issues
+    assert (issue.agent, issue.code, issue.severity.value) == (
+        "GATE",
+        "independent_disagreement",
+        "MAJOR",
+    )
+    assert not issue.auto_fixable and not issue.llm_fixable
+    assert issue.message.startswith(
+        "The independent offline classifier reads this document as Pathology Report; the "
+        "primary classifier said Radiology Report."
+    )
+
+
+def test_a_grounded_primary_type_the_other_finds_no_evidence_of_is_a_disagreement(pages):
+    both = [*pages, RADIOLOGY]
+    primary = clean_output(both, "pathology")
+    # The primary sees only pathology; the offline classifier finds a radiology report on page 3.
+    context = gated(both)
+    assert {s.dominant_type for s in context.second.output.segments} >= {DocType.RADIOLOGY}
+    issues = gate.check(primary, context.second, context, confirm_confidence=0.5).issues
+    assert [i.location for i in issues] == ["document_mixture.radiology"]
+    assert "finds no evidence of it at all" in issues[0].message
+
+
+def test_an_ungrounded_primary_claim_is_left_to_v4(clean, pages):
+    extra = clean.segments[0].assessment(DocType.GENOMIC)
+    extra.presence_level = Presence.PRIMARY
+    extra.top_evidence = [Evidence(snippet="BRCA1 pathogenic variant detected", page=1)]
+    context = gated(pages)
+    issues = gate.check(clean, context.second, context, confirm_confidence=0.5).issues
+    assert issues == []  # invented evidence is V4's (a BLOCKER), not a disagreement
+
+
+def test_the_gate_escalates_in_the_pipeline_and_stays_out_of_the_feedback(clean, pages):
+    _relabel(clean, DocType.RADIOLOGY)
+    clean.segments[0].assessment(DocType.RADIOLOGY).confidence = 0.3  # an LLM-fixable issue too
+    context = gated(pages)
+    asked: list[str | None] = []
+
+    def classify(feedback):
+        asked.append(feedback)
+        return clean, 1
+
+    outcome = pipeline.orchestrate(
+        classify=classify, context=context, preset=pipeline.PRESETS["clinical"], can_reask=True
+    )
+    assert outcome.decision == Decision.ESCALATE_TO_SME
+    assert any(i.agent == "GATE" for i in outcome.best.verification.issues)
+    feedback = asked[1]
+    assert "low_confidence" not in feedback and "confidence 0.30" in feedback
+    assert "independent" not in feedback and "GATE" not in feedback
+
+
+def test_without_a_second_classifier_the_gate_is_recorded_as_skipped(clean, context):
+    verification = pipeline.verify(clean, context)
+    assert verification.gate_result is None
+    assert "Independent gate: no second classifier (the primary is offline)" in (
+        verification.skipped
+    )
+
+
+@pytest.mark.parametrize("target", [DocType.CLINICAL_NOTE, DocType.GENOMIC, DocType.OTHER])
+def test_an_obeyed_injection_fails_the_gate(pages, target):
+    from benchmarks.faults import _injection
+
+    output, changed = clean_output(pages, "pathology"), list(pages)
+    _injection(output, changed, target)
+    verification = pipeline.verify(output, gated(changed))
+    assert verification.verdict.decision == Decision.ESCALATE_TO_SME
+    assert any(i.code == "independent_disagreement" for i in verification.issues)
