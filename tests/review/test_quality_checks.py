@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
@@ -55,9 +56,10 @@ def accept(n: int, *, label: str = "pathology", pages: list[str] | None = None) 
         final_decision="AUTO_ACCEPT",
         attempts_count=1,
     )
-    services.ground_truth_record(
-        document=doc, run=run, output=output, source=GroundTruth.Source.AUTO_ACCEPTED
-    )
+    with transaction.atomic():  # as the reliability services record it
+        services.ground_truth_record(
+            document=doc, run=run, output=output, source=GroundTruth.Source.AUTO_ACCEPTED
+        )
     return run
 
 
