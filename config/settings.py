@@ -295,6 +295,9 @@ for _key, _rate in [("default", AUDIT_SAMPLE_RATE), *AUDIT_SAMPLE_RATES.items()]
 SECOND_REVIEW_ON_CORRECTION = env_bool("SECOND_REVIEW_ON_CORRECTION", True)
 SECOND_REVIEW_ON_BLOCKER = env_bool("SECOND_REVIEW_ON_BLOCKER", False)
 SECOND_REVIEW_RATE = env_float("SECOND_REVIEW_RATE", 0.0)  # a random share of other decisions
+# Disagreements are adjudicated by Admins; with this on, also by any reviewer who made neither
+# decision.
+ADJUDICATION_BY_REVIEWERS = env_bool("ADJUDICATION_BY_REVIEWERS", False)
 
 # Field extraction (evaluator-optimizer loop) and the JSON API.
 EXTRACTION_PACKS = env_list("EXTRACTION_PACKS", ["clinical"])

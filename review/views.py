@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -536,6 +537,14 @@ def metrics(request: HtmxHttpRequest) -> HttpResponse:
 # reviewer's) is not in the page until the answer is recorded.
 
 
+def _may_adjudicate(user: Any) -> bool:
+    """Admins adjudicate; with ADJUDICATION_BY_REVIEWERS, so may any reviewer (the services
+    refuse both reviewers of the decision either way)."""
+    return user.has_perm("review.adjudicate_reviews") or (
+        settings.ADJUDICATION_BY_REVIEWERS and user.has_perm("review.review_packets")
+    )
+
+
 def _type_name(value: str) -> str:
     return DISPLAY_NAMES.get(value, value) if value else ""
 
@@ -553,11 +562,9 @@ def checks(request: HtmxHttpRequest) -> HttpResponse:
         "seconds": selectors.second_reviews_for(user)
         if user.has_perm("review.review_packets")
         else [],
-        "adjudications": selectors.adjudications_for(user)
-        if user.has_perm("review.adjudicate_reviews")
-        else [],
+        "adjudications": selectors.adjudications_for(user) if _may_adjudicate(user) else [],
         "can_audit": user.has_perm("review.audit_runs"),
-        "can_adjudicate": user.has_perm("review.adjudicate_reviews"),
+        "can_adjudicate": _may_adjudicate(user),
     }
     return render(request, "review/checks.html", context)
 
@@ -691,7 +698,7 @@ def _second_context(
     adjudicating = second.status == SecondReview.Status.ADJUDICATION
     may_adjudicate = (
         adjudicating
-        and user.has_perm("review.adjudicate_reviews")
+        and _may_adjudicate(user)
         and user.pk not in (first_reviewer.pk, second.second_reviewer_id)
     )
     context.update(
@@ -762,7 +769,8 @@ def second_submit(request: HtmxHttpRequest, second_id: int) -> HttpResponse:
 @require_POST
 def adjudicate(request: HtmxHttpRequest, second_id: int) -> HttpResponse:
     second = _get_second(request, second_id)
-    require_permission(request, "review.adjudicate_reviews")
+    if not _may_adjudicate(request.user):
+        raise PermissionDenied("Your role does not allow adjudication.")
     form = BlindTypeForm(request.POST)
     if not form.is_valid():
         context = _second_context(request, second, form)

@@ -404,3 +404,40 @@ def test_metrics_show_kappa_between_reviewers(client, reviewer, other_reviewer, 
     html = client.get(reverse("review:metrics")).content.decode()
     assert 'data-kappa="overall">1.000<' in html
     assert "Reviewer agreement with the primary classifier" in html
+
+
+def test_a_third_reviewer_adjudicates_only_when_reviewers_may(
+    client, reviewer, other_reviewer, django_user_model, roles, settings
+):
+    from review.roles import REVIEWERS
+    from tests.conftest import make_user
+
+    third = make_user(django_user_model, roles, "tess", REVIEWERS)
+    correct(make_packet(sha="e"), reviewer)
+    second = SecondReview.objects.get()
+    services.second_review_submit(
+        second_id=second.pk, reviewer=other_reviewer, doc_type=DocType.PATHOLOGY
+    )
+    client.force_login(third)
+    url = reverse("review:adjudicate", args=[second.pk])
+    settings.ADJUDICATION_BY_REVIEWERS = False
+    assert client.post(url, {"doc_type": "radiology"}).status_code == 403
+    assert 'id="adjudication-queue"' not in client.get(reverse("review:checks")).content.decode()
+    settings.ADJUDICATION_BY_REVIEWERS = True
+    assert (
+        f'data-adjudication="{second.pk}"' in client.get(reverse("review:checks")).content.decode()
+    )
+    assert client.post(url, {"doc_type": "radiology"}).status_code == 302
+    second.refresh_from_db()
+    assert (second.status, second.final_type, second.adjudicator) == (
+        "adjudicated",
+        "radiology",
+        third,
+    )
+    # The first decision stands: no new ground-truth version.
+    assert second.final_truth.version == 1 and second.final_truth.dominant_type == "radiology"
+
+
+def test_outsiders_see_no_quality_checks(client, outsider):
+    client.force_login(outsider)
+    assert client.get(reverse("review:checks")).status_code == 403
