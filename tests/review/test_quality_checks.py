@@ -441,3 +441,23 @@ def test_a_third_reviewer_adjudicates_only_when_reviewers_may(
 def test_outsiders_see_no_quality_checks(client, outsider):
     client.force_login(outsider)
     assert client.get(reverse("review:checks")).status_code == 403
+
+
+def test_the_audit_page_shows_the_pages_as_images_to_auditors_only(
+    client, reviewer, outsider, sample
+):
+    from django.core.files.base import ContentFile
+
+    from benchmarks.pdfgen import text_pdf
+
+    sample.document.file.save("doc.pdf", ContentFile(text_pdf([["SURGICAL PATHOLOGY"], ["GROSS"]])))
+    url = reverse("review:audit_page_image", args=[sample.pk, 1])
+    client.force_login(outsider)
+    assert client.get(url).status_code == 403
+    client.force_login(reviewer)
+    assert f'src="{url}"' in client.get(reverse("review:audit", args=[sample.pk])).content.decode()
+    response = client.get(url)
+    assert response.status_code == 200 and b"".join(response.streaming_content).startswith(
+        b"\x89PNG"
+    )
+    assert client.get(reverse("review:audit_page_image", args=[sample.pk, 9])).status_code == 404
