@@ -277,6 +277,28 @@ REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 15, minimum=1)
 REVIEW_PAGE_SIZE = env_int("REVIEW_PAGE_SIZE", 25, minimum=5)
 PAGE_IMAGE_DPI = env_int("PAGE_IMAGE_DPI", 150, minimum=50)
 
+# Audit sampling: a share of auto-accepted runs goes to a blind audit queue (engine.quality).
+# AUDIT_SAMPLE_RATES overrides the default share by "type", "type/band" or "*/band" (bands are
+# named by AUDIT_CONFIDENCE_BANDS' edges, e.g. "<0.80"), as JSON: {"pathology": 0.1}.
+AUDIT_SAMPLE_RATE = env_float("AUDIT_SAMPLE_RATE", 0.05)
+AUDIT_SAMPLE_RATES: dict[str, float] = env_json("AUDIT_SAMPLE_RATES", {})
+AUDIT_CONFIDENCE_BANDS = [float(x) for x in env_list("AUDIT_CONFIDENCE_BANDS", ["0.8", "0.95"])]
+AUDIT_DAILY_MINIMUM = env_bool("AUDIT_DAILY_MINIMUM", True)  # at least one per type per day
+AUDIT_SAMPLE_SALT = env_str("AUDIT_SAMPLE_SALT", "vetted-audit")
+# The metrics page warns when the upper bound of a type's 95% Wilson interval of the audited
+# accepted-error rate passes this.
+AUDIT_ERROR_LIMIT = env_float("AUDIT_ERROR_LIMIT", 0.05)
+for _key, _rate in [("default", AUDIT_SAMPLE_RATE), *AUDIT_SAMPLE_RATES.items()]:
+    if not 0 <= float(_rate) <= 1:
+        raise ImproperlyConfigured(f"Audit sample rate {_key}={_rate} must be between 0 and 1.")
+# Second review: a different reviewer decides again, blind; disagreements are adjudicated.
+SECOND_REVIEW_ON_CORRECTION = env_bool("SECOND_REVIEW_ON_CORRECTION", True)
+SECOND_REVIEW_ON_BLOCKER = env_bool("SECOND_REVIEW_ON_BLOCKER", False)
+SECOND_REVIEW_RATE = env_float("SECOND_REVIEW_RATE", 0.0)  # a random share of other decisions
+# Disagreements are adjudicated by Admins; with this on, also by any reviewer who made neither
+# decision.
+ADJUDICATION_BY_REVIEWERS = env_bool("ADJUDICATION_BY_REVIEWERS", False)
+
 # Field extraction (evaluator-optimizer loop) and the JSON API.
 EXTRACTION_PACKS = env_list("EXTRACTION_PACKS", ["clinical"])
 AUTO_EXTRACT = env_bool("AUTO_EXTRACT", True)

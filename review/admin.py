@@ -5,7 +5,14 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from review.models import AuditEvent, GroundTruth, Review, ReviewPacket
+from review.models import (
+    AuditEvent,
+    AuditSample,
+    GroundTruth,
+    Review,
+    ReviewPacket,
+    SecondReview,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -76,3 +83,39 @@ class AuditEventAdmin(ReadOnlyAdmin):
     list_filter = ("action", "object_type", "at", "username")
     search_fields = ("username", "object_id")
     date_hierarchy = "at"
+
+
+@admin.register(AuditSample)
+class AuditSampleAdmin(ReadOnlyAdmin):
+    list_display = (
+        "run",
+        "document",
+        "machine_type",
+        "band",
+        "reason",
+        "sampled_on",
+        "status",
+        "audited_type",
+        "agrees",
+        "auditor",
+    )
+    list_filter = ("status", "machine_type", "band", "reason", "agrees", "sampled_on")
+    search_fields = ("document__original_filename",)
+    list_select_related = ("document", "auditor")
+
+
+@admin.register(SecondReview)
+class SecondReviewAdmin(ReadOnlyAdmin):
+    list_display = (
+        "packet",
+        "rule",
+        "status",
+        "first_type",
+        "second_type",
+        "second_reviewer",
+        "final_type",
+        "adjudicator",
+        "created_at",
+    )
+    list_filter = ("status", "rule", "first_type")
+    list_select_related = ("packet", "second_reviewer", "adjudicator")

@@ -171,3 +171,17 @@ class ExportForm(forms.Form):
         label="Include each page's text (for training a model)",
         help_text="The export then holds patient text: keep it where patient data may be kept.",
     )
+
+
+class BlindTypeForm(forms.Form):
+    """A blind answer (an audit, a second review) or an adjudication: the document's type."""
+
+    doc_type = forms.ChoiceField(
+        choices=TYPE_CHOICES, widget=forms.RadioSelect, label="Document type"
+    )
+    note = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Note (optional)"
+    )
+
+    def chosen(self) -> DocType:
+        return DocType(self.cleaned_data["doc_type"])

@@ -164,6 +164,8 @@ class Review(models.Model):
             ("export_ground_truth", "Can export ground truth"),
             ("view_metrics", "Can view review metrics"),
             ("reopen_packets", "Can reopen decided packets"),
+            ("audit_runs", "Can audit auto-accepted runs"),
+            ("adjudicate_reviews", "Can adjudicate disagreeing reviews"),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -188,6 +190,10 @@ class AuditEvent(models.Model):
         SKIPPED = "skipped", "Skipped packet"
         UNDONE = "undone", "Undid a decision"
         REOPENED = "reopened", "Reopened packet"
+        AUDIT_SAMPLED = "audit_sampled", "Sampled a run for audit"
+        AUDITED = "audited", "Audited an accepted run"
+        SECOND_REVIEWED = "second_reviewed", "Second review"
+        ADJUDICATED = "adjudicated", "Adjudicated a disagreement"
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
@@ -208,3 +214,104 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M} {self.username} {self.action} {self.object_type}"
+
+
+class AuditSample(models.Model):
+    """An auto-accepted run drawn for a blind audit (see engine.quality.audit_decision).
+    The machine's answer is kept here to compare with, never shown before the audit."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for audit"
+        COMPLETED = "completed", "Audited"
+
+    run = models.OneToOneField(
+        "reliability.Run", on_delete=models.CASCADE, related_name="audit_sample"
+    )
+    document = models.ForeignKey(
+        "documents.Document", on_delete=models.CASCADE, related_name="audit_samples"
+    )
+    accepted_truth = models.ForeignKey(
+        GroundTruth, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    machine_type = models.CharField(max_length=32)
+    confidence = models.FloatField()
+    band = models.CharField(max_length=16)
+    rate = models.FloatField()
+    reason = models.CharField(max_length=16)  # "sampled" or "daily_minimum"
+    sampled_on = models.DateField(db_index=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    auditor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    audited_type = models.CharField(max_length=32, blank=True)
+    agrees = models.BooleanField(null=True)
+    correction = models.ForeignKey(
+        GroundTruth, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    audited_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["machine_type", "sampled_on"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status="pending") | ~models.Q(audited_type=""),
+                name="audit_completed_has_answer",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"Audit of run {self.run_id} ({self.status})"
+
+
+class SecondReview(models.Model):
+    """A second, independent decision on a decided packet by a different reviewer, who does
+    not see the first decision. Agreement makes the ground truth final; a disagreement goes
+    to adjudication by a third person."""
+
+    class Rule(models.TextChoices):
+        CORRECTION = "correction", "Every correction"
+        BLOCKER = "blocker", "Every BLOCKER packet"
+        RANDOM = "random", "Random share"
+
+    class Status(models.TextChoices):
+        AWAITING = "awaiting", "Waiting for a second reviewer"
+        AGREED = "agreed", "Agreed"
+        ADJUDICATION = "adjudication", "Waiting for adjudication"
+        ADJUDICATED = "adjudicated", "Adjudicated"
+        CANCELLED = "cancelled", "Cancelled (first decision withdrawn)"
+
+    OPEN_STATUSES = (Status.AWAITING, Status.ADJUDICATION)
+
+    packet = models.ForeignKey(ReviewPacket, on_delete=models.CASCADE, related_name="+")
+    first_review = models.OneToOneField(
+        Review, on_delete=models.PROTECT, related_name="second_review"
+    )
+    rule = models.CharField(max_length=16, choices=Rule.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.AWAITING)
+    first_type = models.CharField(max_length=32)
+    second_reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    second_type = models.CharField(max_length=32, blank=True)
+    second_note = models.TextField(blank=True)
+    second_at = models.DateTimeField(null=True, blank=True)
+    adjudicator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    final_type = models.CharField(max_length=32, blank=True)
+    adjudication_note = models.TextField(blank=True)
+    adjudicated_at = models.DateTimeField(null=True, blank=True)
+    final_truth = models.ForeignKey(
+        GroundTruth, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["status", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"Second review of packet {self.packet_id} ({self.status})"

@@ -18,12 +18,14 @@ WEBHOOK_PERMISSIONS = [
     ("integrations", "view_webhookdelivery"),
 ]
 ROLE_PERMISSIONS: dict[str, list[tuple[str, str]]] = {
-    REVIEWERS: [("review", "review_packets"), *DOCUMENT_PERMISSIONS],
+    REVIEWERS: [("review", "review_packets"), ("review", "audit_runs"), *DOCUMENT_PERMISSIONS],
     ADMINS: [
         ("review", "review_packets"),
         ("review", "export_ground_truth"),
         ("review", "view_metrics"),
         ("review", "reopen_packets"),
+        ("review", "audit_runs"),
+        ("review", "adjudicate_reviews"),
         *DOCUMENT_PERMISSIONS,
         *WEBHOOK_PERMISSIONS,
     ],

@@ -27,13 +27,14 @@ from config.aggregates import percentile
 from config.extraction import packs
 from documents.boxes import span_rects
 from documents.models import Document, Page
+from engine import quality
 from engine.fields.templates import find_template
 from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput, Severity
 from reliability import llm_runtime
 from reliability.models import Attempt, Extraction, Run
 from review.corrections import extraction_record
 from review.evidence import context_for
-from review.models import GroundTruth, Review, ReviewPacket, ReviewSkip
+from review.models import AuditSample, GroundTruth, Review, ReviewPacket, ReviewSkip, SecondReview
 
 # -- locks and the queue ----------------------------------------------------------------------
 
@@ -624,3 +625,117 @@ def _hours(value: Any) -> float | None:
     if isinstance(value, timedelta):
         return value.total_seconds() / 3600
     return float(value) / 3_600_000_000
+
+
+# -- audits and second reviews ------------------------------------------------------------------
+
+
+def audit_queue() -> list[AuditSample]:
+    """Runs waiting for a blind audit, oldest first."""
+    return list(
+        AuditSample.objects.filter(status=AuditSample.Status.PENDING)
+        .select_related("document")
+        .order_by("created_at")
+    )
+
+
+def document_pages(document: Document) -> list[Page]:
+    return list(document.pages.order_by("number"))
+
+
+def second_reviews_for(user: Any) -> list[SecondReview]:
+    """Decisions waiting for this user's independent second review (not their own)."""
+    return list(
+        SecondReview.objects.filter(status=SecondReview.Status.AWAITING)
+        .exclude(first_review__reviewer=user)
+        .select_related("packet__document")
+        .order_by("created_at")
+    )
+
+
+def adjudications_for(user: Any) -> list[SecondReview]:
+    """Disagreements this user may settle (they made neither decision)."""
+    return list(
+        SecondReview.objects.filter(status=SecondReview.Status.ADJUDICATION)
+        .exclude(first_review__reviewer=user)
+        .exclude(second_reviewer=user)
+        .select_related("packet__document")
+        .order_by("created_at")
+    )
+
+
+def awaiting_second_review(packet: ReviewPacket) -> SecondReview | None:
+    """The open second review of the packet's standing decision, if any: until it agrees or
+    is adjudicated, that decision's ground truth is not final."""
+    return (
+        SecondReview.objects.filter(
+            packet=packet,
+            status__in=SecondReview.OPEN_STATUSES,
+            first_review__withdrawn_at__isnull=True,
+        )
+        .select_related("first_review")
+        .first()
+    )
+
+
+def audit_metrics() -> dict[str, Any]:
+    """Per machine type, the accepted-error rate measured by completed audits alone, with its
+    95% Wilson interval and a warning when the upper bound passes AUDIT_ERROR_LIMIT."""
+    names = {t.value: DISPLAY_NAMES[t] for t in DOC_TYPES}
+    rows = (
+        AuditSample.objects.filter(status=AuditSample.Status.COMPLETED)
+        .values("machine_type")
+        .annotate(audited=Count("pk"), errors=Count("pk", filter=Q(agrees=False)))
+        .order_by("machine_type")
+    )
+    limit = settings.AUDIT_ERROR_LIMIT
+    per_type = []
+    for row in rows:
+        low, high = quality.wilson_interval(row["errors"], row["audited"])
+        per_type.append(
+            {
+                "type": names.get(row["machine_type"], row["machine_type"]),
+                "audited": row["audited"],
+                "errors": row["errors"],
+                "rate": row["errors"] / row["audited"],
+                "low": low,
+                "high": high,
+                "alert": high > limit,
+            }
+        )
+    order = {name: i for i, name in enumerate(names.values())}
+    per_type.sort(key=lambda r: order.get(r["type"], len(order)))
+    return {
+        "audit_rows": per_type,
+        "audit_limit": limit,
+        "audit_pending": AuditSample.objects.filter(status=AuditSample.Status.PENDING).count(),
+        "audit_alerts": [r["type"] for r in per_type if r["alert"]],
+    }
+
+
+def second_review_metrics() -> dict[str, Any]:
+    """Cohen's kappa between first and second reviewers' types, overall and per type (is it
+    this type or not), over every completed second review."""
+    pairs = list(
+        SecondReview.objects.exclude(second_type="")
+        .exclude(status=SecondReview.Status.CANCELLED)
+        .values_list("first_type", "second_type")
+    )
+    per_type = quality.kappa_per_type(pairs, [t.value for t in DOC_TYPES])
+    rows = [
+        {
+            "type": DISPLAY_NAMES[t],
+            "pairs": sum(1 for a, b in pairs if t.value in (a, b)),
+            "kappa": per_type[t.value],
+        }
+        for t in DOC_TYPES
+    ]
+    return {
+        "kappa_overall": quality.cohen_kappa(pairs),
+        "kappa_pairs": len(pairs),
+        "kappa_rows": [r for r in rows if r["pairs"]],
+        "second_open": SecondReview.objects.filter(status=SecondReview.Status.AWAITING).count(),
+        "adjudication_open": SecondReview.objects.filter(
+            status=SecondReview.Status.ADJUDICATION
+        ).count(),
+    }

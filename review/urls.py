@@ -21,4 +21,15 @@ urlpatterns = [
     path("packets/<int:packet_id>/pages/<int:number>.png", views.page_image, name="page_image"),
     path("export/", views.export, name="export"),
     path("metrics/", views.metrics, name="metrics"),
+    path("checks/", views.checks, name="checks"),
+    path("audits/<int:sample_id>/", views.audit_detail, name="audit"),
+    path("audits/<int:sample_id>/submit/", views.audit_submit, name="audit_submit"),
+    path(
+        "audits/<int:sample_id>/pages/<int:number>.png",
+        views.audit_page_image,
+        name="audit_page_image",
+    ),
+    path("second/<int:second_id>/", views.second_detail, name="second"),
+    path("second/<int:second_id>/submit/", views.second_submit, name="second_submit"),
+    path("second/<int:second_id>/adjudicate/", views.adjudicate, name="adjudicate"),
 ]

@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -30,8 +31,15 @@ from review.exports import (
     export_bytes,
     export_digest,
 )
-from review.forms import TYPE_CHOICES, TYPE_KEYS, CorrectionForm, ExportForm, ValidateForm
-from review.models import GroundTruth, Review, ReviewPacket
+from review.forms import (
+    TYPE_CHOICES,
+    TYPE_KEYS,
+    BlindTypeForm,
+    CorrectionForm,
+    ExportForm,
+    ValidateForm,
+)
+from review.models import AuditSample, GroundTruth, Review, ReviewPacket, SecondReview
 
 SEVERITY_CHOICES = [(s.value, s.value.title()) for s in Severity]
 THUMBNAIL_DPI = 18  # a letter page 153 px wide
@@ -137,7 +145,11 @@ def _status_message(
         return {"kind": "error", "text": error}
     if packet.status == ReviewPacket.Status.COMPLETED:
         if standing is None:
-            return {"kind": "success", "text": "This packet has been decided."}
+            return {
+                "kind": "success",
+                "text": "This packet has been decided; an independent second review is "
+                "pending, so the decision is not shown here.",
+            }
         who = standing.reviewer.get_full_name() or standing.reviewer.username
         when = timezone.localtime(standing.finished_at)
         return {
@@ -179,6 +191,14 @@ def _packet_context(
     workspace = selectors.packet_workspace(packet, output)
     decisions = selectors.packet_decisions(packet)
     standing = next((d for d in decisions if d.withdrawn_at is None), None)
+    second = selectors.awaiting_second_review(packet) if standing else None
+    if (
+        second is not None
+        and second.status == SecondReview.Status.AWAITING
+        and second.first_review.reviewer_id != request.user.pk
+    ):
+        # A second reviewer must not see the first decision before deciding themselves.
+        decisions, standing = [], None
     undo_until = (
         standing.finished_at + timedelta(minutes=services.UNDO_MINUTES) if standing else None
     )
@@ -220,6 +240,7 @@ def _packet_context(
         ),
         "can_reopen": bool(standing and request.user.has_perm("review.reopen_packets")),
         "extractions": selectors.packet_extractions(packet),
+        "second_review": second,
     }
 
 
@@ -502,5 +523,269 @@ def export(request: HtmxHttpRequest) -> HttpResponse:
 @login_required
 def metrics(request: HtmxHttpRequest) -> HttpResponse:
     require_permission(request, "review.view_metrics")
-    context = {**selectors.review_metrics(), "loop": loop_monitoring()}
+    context = {
+        **selectors.review_metrics(),
+        **selectors.audit_metrics(),
+        **selectors.second_review_metrics(),
+        "loop": loop_monitoring(),
+    }
     return render(request, "review/metrics.html", context)
+
+
+# -- audits of auto-accepted runs, second reviews and adjudication ------------------------------
+# The blind pages show the document and ask for its type; the machine's answer (or the first
+# reviewer's) is not in the page until the answer is recorded.
+
+
+def _may_adjudicate(user: Any) -> bool:
+    """Admins adjudicate; with ADJUDICATION_BY_REVIEWERS, so may any reviewer (the services
+    refuse both reviewers of the decision either way)."""
+    return user.has_perm("review.adjudicate_reviews") or (
+        settings.ADJUDICATION_BY_REVIEWERS and user.has_perm("review.review_packets")
+    )
+
+
+def _type_name(value: str) -> str:
+    return DISPLAY_NAMES.get(value, value) if value else ""
+
+
+@login_required
+def checks(request: HtmxHttpRequest) -> HttpResponse:
+    """What waits for this user: blind audits, second reviews and adjudications."""
+    if not (
+        request.user.has_perm("review.audit_runs") or request.user.has_perm("review.review_packets")
+    ):
+        require_permission(request, "review.audit_runs")
+    user = request.user
+    context = {
+        "audits": selectors.audit_queue() if user.has_perm("review.audit_runs") else [],
+        "seconds": selectors.second_reviews_for(user)
+        if user.has_perm("review.review_packets")
+        else [],
+        "adjudications": selectors.adjudications_for(user) if _may_adjudicate(user) else [],
+        "can_audit": user.has_perm("review.audit_runs"),
+        "can_adjudicate": _may_adjudicate(user),
+    }
+    return render(request, "review/checks.html", context)
+
+
+def _document_context(document: Document, image_url: Any) -> dict[str, Any]:
+    has_images = document.mime_type == Document.MIME_PDF and bool(document.file)
+    return {
+        "document": document,
+        "pages": [
+            {
+                "number": page.number,
+                "text": page.text,
+                "image": image_url(page.number) if has_images else "",
+            }
+            for page in selectors.document_pages(document)
+        ],
+    }
+
+
+def _get_sample(request: HtmxHttpRequest, sample_id: int) -> AuditSample:
+    require_permission(request, "review.audit_runs")
+    return get_object_or_404(
+        AuditSample.objects.select_related("document", "auditor", "correction"), pk=sample_id
+    )
+
+
+def _audit_context(sample: AuditSample, form: BlindTypeForm | None = None) -> dict[str, Any]:
+    context = _document_context(
+        sample.document,
+        lambda n: reverse("review:audit_page_image", args=[sample.pk, n]),
+    )
+    context.update(
+        kind="audit",
+        title="Audit an accepted document",
+        item=sample,
+        blind=sample.status == AuditSample.Status.PENDING,
+        form=form or BlindTypeForm(),
+        action=reverse("review:audit_submit", args=[sample.pk]),
+    )
+    if not context["blind"]:
+        context["comparison"] = {
+            "yours_label": "Audit",
+            "yours": _type_name(sample.audited_type),
+            "theirs_label": "Machine (auto-accepted)",
+            "theirs": _type_name(sample.machine_type),
+            "confidence": sample.confidence,
+            "agrees": sample.agrees,
+            "who": sample.auditor,
+            "correction": sample.correction,
+        }
+    return context
+
+
+@login_required
+def audit_detail(request: HtmxHttpRequest, sample_id: int) -> HttpResponse:
+    sample = _get_sample(request, sample_id)
+    return render(request, "review/blind.html", _audit_context(sample))
+
+
+@login_required
+@require_POST
+def audit_submit(request: HtmxHttpRequest, sample_id: int) -> HttpResponse:
+    sample = _get_sample(request, sample_id)
+    form = BlindTypeForm(request.POST)
+    if not form.is_valid():
+        return render(request, "review/blind.html", _audit_context(sample, form), status=400)
+    try:
+        sample = services.audit_submit(
+            sample_id=sample.pk,
+            auditor=request.user,
+            doc_type=form.chosen(),
+            note=form.cleaned_data["note"],
+        )
+    except services.ReviewRefused as refused:
+        messages.error(request, refused.message)
+        return redirect("review:audit", sample_id=sample.pk)
+    if sample.agrees:
+        messages.success(request, "Audit recorded: you agree with the accepted type.")
+    else:
+        messages.warning(
+            request,
+            "Audit recorded: you disagree with the accepted type"
+            + (", and the ground truth is corrected." if sample.correction_id else "."),
+        )
+    return redirect("review:audit", sample_id=sample.pk)
+
+
+@login_required
+def audit_page_image(request: HtmxHttpRequest, sample_id: int, number: int) -> FileResponse:
+    sample = _get_sample(request, sample_id)
+    return _page_png(request, sample.document, number)
+
+
+def _page_png(request: HtmxHttpRequest, document: Document, number: int) -> FileResponse:
+    if (
+        document.mime_type != Document.MIME_PDF
+        or not document.file
+        or not 1 <= number <= document.page_count
+    ):
+        raise Http404("No page image for this document.")
+    try:
+        path = page_image_path(document=document, number=number, dpi=settings.PAGE_IMAGE_DPI)
+    except FileNotFoundError:
+        raise Http404("The document's file is missing.") from None
+    response = FileResponse(path.open("rb"), content_type="image/png")
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+def _get_second(request: HtmxHttpRequest, second_id: int) -> SecondReview:
+    require_permission(request, "review.review_packets")
+    return get_object_or_404(
+        SecondReview.objects.select_related(
+            "packet__document", "first_review__reviewer", "second_reviewer", "adjudicator"
+        ),
+        pk=second_id,
+    )
+
+
+def _second_context(
+    request: HtmxHttpRequest, second: SecondReview, form: BlindTypeForm | None = None
+) -> dict[str, Any]:
+    user = request.user
+    first_reviewer = second.first_review.reviewer
+    packet = second.packet
+    context = _document_context(
+        packet.document, lambda n: reverse("review:page_image", args=[packet.pk, n])
+    )
+    is_first = first_reviewer.pk == user.pk
+    awaiting = second.status == SecondReview.Status.AWAITING
+    adjudicating = second.status == SecondReview.Status.ADJUDICATION
+    may_adjudicate = (
+        adjudicating
+        and _may_adjudicate(user)
+        and user.pk not in (first_reviewer.pk, second.second_reviewer_id)
+    )
+    context.update(
+        kind="adjudication" if may_adjudicate else "second",
+        title="Adjudicate a disagreement" if may_adjudicate else "Second review",
+        item=second,
+        # Blind while the second answer is missing; the first reviewer knows their own answer.
+        blind=awaiting and not is_first,
+        is_first=is_first,
+        form=form or BlindTypeForm(),
+        action=reverse("review:adjudicate", args=[second.pk])
+        if may_adjudicate
+        else reverse("review:second_submit", args=[second.pk]),
+        may_adjudicate=may_adjudicate,
+    )
+    if not context["blind"]:
+        context["comparison"] = {
+            "yours_label": f"Second review ({_name(second.second_reviewer)})",
+            "yours": _type_name(second.second_type) or "—",
+            "theirs_label": f"First decision ({_name(first_reviewer)})",
+            "theirs": _type_name(second.first_type),
+            "agrees": second.first_type == second.second_type if second.second_type else None,
+            "final": _type_name(second.final_type),
+            "adjudicator": _name(second.adjudicator),
+            "status": second.get_status_display(),
+        }
+    return context
+
+
+def _name(user: Any) -> str:
+    return (user.get_full_name() or user.username) if user else ""
+
+
+@login_required
+def second_detail(request: HtmxHttpRequest, second_id: int) -> HttpResponse:
+    second = _get_second(request, second_id)
+    return render(request, "review/blind.html", _second_context(request, second))
+
+
+@login_required
+@require_POST
+def second_submit(request: HtmxHttpRequest, second_id: int) -> HttpResponse:
+    second = _get_second(request, second_id)
+    form = BlindTypeForm(request.POST)
+    if not form.is_valid():
+        context = _second_context(request, second, form)
+        return render(request, "review/blind.html", context, status=400)
+    try:
+        second = services.second_review_submit(
+            second_id=second.pk,
+            reviewer=request.user,
+            doc_type=form.chosen(),
+            note=form.cleaned_data["note"],
+        )
+    except services.ReviewRefused as refused:
+        messages.error(request, refused.message)
+        return redirect("review:second", second_id=second.pk)
+    if second.status == SecondReview.Status.AGREED:
+        messages.success(request, "Second review recorded: both reviewers agree.")
+    else:
+        messages.warning(
+            request, "Second review recorded: the reviewers disagree; it goes to adjudication."
+        )
+    return redirect("review:second", second_id=second.pk)
+
+
+@login_required
+@require_POST
+def adjudicate(request: HtmxHttpRequest, second_id: int) -> HttpResponse:
+    second = _get_second(request, second_id)
+    if not _may_adjudicate(request.user):
+        raise PermissionDenied("Your role does not allow adjudication.")
+    form = BlindTypeForm(request.POST)
+    if not form.is_valid():
+        context = _second_context(request, second, form)
+        return render(request, "review/blind.html", context, status=400)
+    try:
+        second = services.adjudicate(
+            second_id=second.pk,
+            user=request.user,
+            doc_type=form.chosen(),
+            note=form.cleaned_data["note"],
+        )
+    except services.ReviewRefused as refused:
+        messages.error(request, refused.message)
+        return redirect("review:second", second_id=second.pk)
+    messages.success(
+        request, f"Adjudicated: {_type_name(second.final_type)}. The ground truth is final."
+    )
+    return redirect("review:second", second_id=second.pk)
