@@ -17,6 +17,7 @@ from benchmarks.faults import clean_output
 from engine.classifiers.offline import OfflineClassifier
 from engine.fields.extractors import offline_extractor
 from engine.fields.loop import LoopConfig, run_loop
+from engine.fields.offline_extractor import MISSING, NOT_PRESENT
 from engine.fields.templates import Template
 from engine.schemas import ClassificationOutput, Presence
 
@@ -71,7 +72,20 @@ def segment_fields(
 
 
 def field_item(extracted: Any) -> dict[str, Any]:
+    """One field as a model bound by the response schema answers it. The offline extractor's
+    own "missing" (the document states the field but no value was read) is not in the schema's
+    status vocabulary (found, not_present, ambiguous): a real model answers such a field
+    not_present with a null value, and the evaluator turns that back into "missing" where the
+    field's cue is on the page."""
     value = extracted.value
+    if extracted.status == MISSING:
+        return {
+            "name": extracted.name,
+            "value": None,
+            "status": NOT_PRESENT,
+            "confidence": 0.0,
+            "snippet": "",
+        }
     return {
         "name": extracted.name,
         "value": ", ".join(value) if isinstance(value, list) else value,

@@ -323,6 +323,23 @@ def measure(run_ids: list[int], workers: int) -> dict[str, Any]:
     }
 
 
+def failures(run_ids: list[int]) -> list[dict[str, str]]:
+    """Each failed run's document (its name and first line) and reason, as the run recorded
+    it: a failure in a bench is a finding to read, not only a count."""
+    runs = Run.objects.filter(pk__in=run_ids, status=Run.Status.FAILED).select_related("document")
+    found = []
+    for run in runs.order_by("pk"):
+        first = run.document.pages.order_by("number").values_list("text", flat=True).first()
+        title = (first or "").strip().split("\n", 1)[0][:60]
+        found.append(
+            {
+                "document": f"{run.document.original_filename} ({title})",
+                "error": run.error or "(no reason recorded)",
+            }
+        )
+    return found
+
+
 def _p95(values: list[float]) -> float:
     if not values:
         return 0.0
@@ -418,6 +435,7 @@ def run_bench(config: BenchConfig, say: Callable[[str], None]) -> dict[str, Any]
             if not wait_for(runs, config.timeout):
                 say(f"{name}: not finished within {config.timeout:.0f} s")
             figures = measure(runs, workers)
+            figures["failures"] = failures(runs)
             say(
                 f"{name:<16} {figures['documents']:>4} docs  {workers} worker(s)  "
                 f"calls/doc {figures['calls_per_document']:.2f}  "
@@ -428,6 +446,8 @@ def run_bench(config: BenchConfig, say: Callable[[str], None]) -> dict[str, Any]
                 f"p95 latency {figures['p95_latency_seconds']:.2f} s  "
                 f"failed {figures['failed']}  {figures['decisions']}"
             )
+            for failure in figures["failures"]:  # a failed run is never silent
+                say(f"  failed: {failure['document']}: {failure['error']}")
             return figures
 
         try:

@@ -97,3 +97,48 @@ def test_bench_llm_runs_every_mix_through_a_real_worker(corpus, tmp_path, redis_
     assert "Clean path: 1.00 call(s)/document" in out.getvalue()
     # It leaves nothing behind.
     assert not Document.objects.exists() and not LLMResponse.objects.exists()
+
+
+def test_the_stub_answers_every_demo_document_within_the_response_schema():
+    """The bench's careful model answers as a model bound by the response schema would: the
+    demo pathology report has a field the offline extractor calls "missing" (its date is
+    stated but not read), which no real model can answer; sent verbatim, it failed that run."""
+    from pathlib import Path
+
+    from benchmarks.llm_answers import answer_json, classification
+    from benchmarks.llm_bench import corpus_texts
+    from engine.classifiers.gemini import ClassificationWithFields
+    from engine.fields.templates import load_packs
+
+    templates = load_packs(("clinical",))["clinical"].templates
+    texts = corpus_texts(Path(__file__).resolve().parents[2] / "demo" / "documents")
+    assert len(texts) == 6
+    statuses = set()
+    for pages in texts:
+        answer = ClassificationWithFields.model_validate_json(
+            answer_json(classification(pages), pages, templates)
+        )
+        statuses |= {f.status for group in answer.segment_fields for f in group.fields}
+    assert statuses <= {"found", "not_present", "ambiguous"} and "found" in statuses
+
+
+@pytest.mark.django_db
+def test_a_failed_bench_run_is_reported_with_its_document_and_reason():
+    from benchmarks.llm_bench import failures
+    from reliability.models import Run
+    from tests.conftest import ready_document
+
+    failed = Run.objects.create(
+        document=ready_document("SURGICAL PATHOLOGY REPORT\n\nFinal diagnosis.", sha="f"),
+        status=Run.Status.FAILED,
+        error="The language model call failed: the response did not fit the schema",
+    )
+    done = Run.objects.create(
+        document=ready_document("CT CHEST\n\nNo nodule.", sha="g"), status=Run.Status.PENDING
+    )
+    assert failures([failed.pk, done.pk]) == [
+        {
+            "document": "doc-f.pdf (SURGICAL PATHOLOGY REPORT)",
+            "error": "The language model call failed: the response did not fit the schema",
+        }
+    ]
