@@ -194,7 +194,8 @@ OCR_MIN_CONFIDENCE = env_float("OCR_MIN_CONFIDENCE", 0.60)
 if not 0.0 <= OCR_MIN_CONFIDENCE <= 1.0:
     raise ImproperlyConfigured("OCR_MIN_CONFIDENCE must be between 0 and 1.")
 # An ingestion claimed this long ago and still running is taken as abandoned (worker died).
-INGEST_STALE_SECONDS = env_int("INGEST_STALE_SECONDS", 15 * 60, minimum=30)
+# (Its job renews a heartbeat every third of this while it works, so only a dead one goes stale.)
+INGEST_STALE_SECONDS = env_int("INGEST_STALE_SECONDS", 15 * 60, minimum=3)
 
 LOGGING = {
     "version": 1,
@@ -251,20 +252,26 @@ LLM_WAIT_MAX_HOURS = env_float("LLM_WAIT_MAX_HOURS", 24.0)
 # The independent gate: the second classifier's agreement stands in for the same-model LLM
 # checks when its own confidence is at least this (0 = always, above 1 = never).
 GATE_CONFIRM_CONFIDENCE = env_float("GATE_CONFIRM_CONFIDENCE", 0.5)
-# A run claimed this long ago and still "running" lost its worker: it is retried or failed.
-RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 15 * 60, minimum=30)
+# A run whose lease was last renewed this long ago and still "running" lost its worker: it is
+# retried or failed. A live run's job renews the lease every third of this (a heartbeat).
+RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 15 * 60, minimum=3)
 RUN_MAX_JOB_TRIES = env_int("RUN_MAX_JOB_TRIES", 3, minimum=1)
-# Every language-model try and wait of one execution fits in this, which fits in the job timeout
-# and the lease: past it the run waits and resumes (answers so far come from the cache).
-RUN_DEADLINE_SECONDS = env_int(
-    "RUN_DEADLINE_SECONDS", int(0.8 * min(JOB_TIMEOUT_SECONDS, RUN_LEASE_SECONDS)), minimum=10
-)
-if not LLM_TIMEOUT_SECONDS < RUN_DEADLINE_SECONDS < min(JOB_TIMEOUT_SECONDS, RUN_LEASE_SECONDS):
+# Every language-model try and wait of one execution fits in this, which fits in the job
+# timeout: past it the run waits and resumes (answers so far come from the cache). The lease
+# need not cover it: the heartbeat keeps a live run's lease fresh.
+RUN_DEADLINE_SECONDS = env_int("RUN_DEADLINE_SECONDS", int(0.8 * JOB_TIMEOUT_SECONDS), minimum=10)
+if not LLM_TIMEOUT_SECONDS < RUN_DEADLINE_SECONDS < JOB_TIMEOUT_SECONDS:
     raise ImproperlyConfigured(
         f"RUN_DEADLINE_SECONDS={RUN_DEADLINE_SECONDS} must be above LLM_TIMEOUT_SECONDS="
-        f"{LLM_TIMEOUT_SECONDS:g} and below JOB_TIMEOUT_SECONDS={JOB_TIMEOUT_SECONDS} and "
-        f"RUN_LEASE_SECONDS={RUN_LEASE_SECONDS}."
+        f"{LLM_TIMEOUT_SECONDS:g} and below JOB_TIMEOUT_SECONDS={JOB_TIMEOUT_SECONDS}."
     )
+
+# Recovery without a human (issue 11): every worker runs a recovery pass this often (one at a
+# time across workers): stale ingestions and runs, work that failed only because the queue was
+# unreachable, and work queued this long ago (QUEUE_LOST_SECONDS) whose job Redis lost.
+RECOVERY_INTERVAL_SECONDS = env_int("RECOVERY_INTERVAL_SECONDS", 60, minimum=1)
+QUEUE_LOST_SECONDS = env_int("QUEUE_LOST_SECONDS", 300, minimum=1)
+INGEST_MAX_ATTEMPTS = env_int("INGEST_MAX_ATTEMPTS", 3, minimum=1)
 
 # Webhooks: deliveries are jobs, retried with exponential backoff (capped), then failed.
 WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 10.0)

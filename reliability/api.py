@@ -22,7 +22,7 @@ from ninja.security import HttpBearer
 from pydantic import ConfigDict, Field, ValidationError
 
 from documents.models import Document
-from documents.services import document_create
+from documents.services import DuplicateUpload, document_create
 from documents.validation import UploadRefused, check_size
 from engine import llm
 from engine.pipeline import PRESETS
@@ -45,6 +45,12 @@ from review.selectors import current_ground_truth, ground_truth_selection
 from review.services import export_audit
 
 DOCUMENT_TYPES = [t.value for t in DOC_TYPES]
+VIEW_PERMISSION = "documents.view_document"
+ADD_PERMISSION = "documents.add_document"
+DUPLICATE_OF_OTHER = (
+    "This exact file was already submitted by another account. Results are not shared "
+    "between accounts: ask an administrator if you need this document's result."
+)
 
 # -- schemas ------------------------------------------------------------------------------------
 
@@ -87,6 +93,18 @@ def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class Submitted(Schema):
+    id: str
+    status: str
+    status_url: str
+    result_url: str
+    duplicate: bool | None = Field(
+        None, description="true: this account had already submitted the same file"
+    )
+
+
+class NotQueued(Schema):
+    error: str
+    code: str
     id: str
     status: str
     status_url: str
@@ -218,6 +236,11 @@ class bearer(HttpBearer):
         if found is None:
             raise ApiRefusal(401, "The API token is not valid (unknown or revoked).")
         request.user = found.user
+        # The same roles as the browser: documents are patient data.
+        if not found.user.has_perm(VIEW_PERMISSION):
+            raise ApiRefusal(
+                403, "This token's user has no role (Reviewers or Admins): ask an administrator."
+            )
         return found.user
 
 
@@ -311,14 +334,14 @@ def _status(document: Document) -> tuple[str, Run | None]:
 
 # -- operations ---------------------------------------------------------------------------------
 
-ERRORS = {400: Error, 401: Error, 409: Error}
+ERRORS = {400: Error, 401: Error, 403: Error, 409: Error, 503: Error}
 
 
 @api.post(
     "/documents/",
     url_name="submit",
     summary="Submit a document (PDF or text) with processing options",
-    response={202: Submitted, **ERRORS},
+    response={202: Submitted, 200: Submitted, **ERRORS, 503: NotQueued},
     openapi_extra={
         "requestBody": {
             "required": True,
@@ -329,6 +352,13 @@ ERRORS = {400: Error, 401: Error, 409: Error}
     },
 )
 def submit(request: HttpRequest) -> Status[dict[str, Any]]:
+    """202 queued. 200 with ``duplicate: true``: this token's user had already submitted the
+    same file; the body is that document's handle. 503: stored but not queued (the job queue
+    is unreachable); the document is queued by itself when the queue is back, and re-uploading
+    gives this same document. 409: another account submitted the same file (nothing about it
+    is said)."""
+    if not request.user.has_perm(ADD_PERMISSION):
+        raise ApiRefusal(403, "This token's user may not submit documents.")
     upload = request.FILES.get("file")
     if upload is None:
         raise ApiRefusal(400, "Attach the document as the multipart field 'file'.")
@@ -342,19 +372,31 @@ def submit(request: HttpRequest) -> Status[dict[str, Any]]:
             user=request.user,
             options=options.model_dump(mode="json", exclude_none=True),
         )
+    except DuplicateUpload as duplicate:
+        # Nothing about another account's upload is said: not its name, not its id.
+        if duplicate.existing.uploaded_by_id != request.user.pk:
+            raise ApiRefusal(409, DUPLICATE_OF_OTHER, code="duplicate") from None
+        document, created = duplicate.existing, False
     except UploadRefused as refused:
-        if refused.code == "duplicate":
-            raise ApiRefusal(409, refused.message) from None
         raise ApiRefusal(400, refused.message, code=refused.code) from None
+    else:
+        created = True
     document.refresh_from_db()
-    return Status(202, {"id": str(document.pk), "status": _status(document)[0], **_links(document)})
+    body = {"id": str(document.pk), "status": _status(document)[0], **_links(document)}
+    if document.error_code == Document.QUEUE_UNREACHABLE:
+        refusal = ApiRefusal(503, document.error, code="queue_unreachable")
+        refusal.body.update(body)  # the handle: the document is kept and resumes by itself
+        raise refusal
+    if not created:
+        return Status(200, {**body, "duplicate": True})
+    return Status(202, body)
 
 
 @api.get(
     "/documents/{uuid:document_id}/",
     url_name="status",
     summary="Processing status",
-    response={200: DocumentStatus, 401: Error, 404: Error},
+    response={200: DocumentStatus, 401: Error, 403: Error, 404: Error},
     exclude_unset=True,
 )
 def status(request: HttpRequest, document_id: UUID) -> dict[str, Any]:
@@ -381,7 +423,7 @@ def status(request: HttpRequest, document_id: UUID) -> dict[str, Any]:
     "/documents/{uuid:document_id}/result/",
     url_name="result",
     summary="Type, segments, fields and loop metadata",
-    response={200: DocumentResult, 401: Error, 404: Error, 409: Error},
+    response={200: DocumentResult, 401: Error, 403: Error, 404: Error, 409: Error},
     exclude_unset=True,
 )
 def result(request: HttpRequest, document_id: UUID, history: bool = False) -> dict[str, Any]:

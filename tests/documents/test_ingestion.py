@@ -118,8 +118,10 @@ def test_an_ingestion_abandoned_by_a_dead_worker_can_be_retried(pathology_pdf, s
     document.refresh_from_db()
     assert not document.can_retry  # still fresh: a worker may be on it
 
+    long_ago = timezone.now() - timedelta(seconds=settings.INGEST_STALE_SECONDS + 1)
+    # Its heartbeat stopped: the lease ran out.
     Document.objects.filter(pk=document.pk).update(
-        ingest_started_at=timezone.now() - timedelta(seconds=settings.INGEST_STALE_SECONDS + 1)
+        ingest_started_at=long_ago, heartbeat_at=long_ago
     )
     document.refresh_from_db()
     assert document.can_retry
