@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -43,6 +44,7 @@ INSTALLED_APPS = [
     "reliability",
     "review",
     "integrations",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -58,6 +60,11 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Hardening (issue 11): no browser or proxy keeps a copy of a page or file (patient data);
+    # a Content-Security-Policy that allows only this site's own scripts; login lockout.
+    "config.middleware.NoStoreMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -130,6 +137,9 @@ if OIDC_ENABLED and not (OIDC_OP_ISSUER or OIDC_OP_AUTHORIZATION_ENDPOINT):
 # The SSO backend also answers permission checks; without local login, passwords never work.
 AUTHENTICATION_BACKENDS = [
     *(["integrations.sso.VettedOIDCBackend"] if OIDC_ENABLED else []),
+    # django-axes first: a locked-out username and address is refused before the password is
+    # even checked (see "Hardening" below).
+    *(["axes.backends.AxesStandaloneBackend"] if LOCAL_LOGIN else []),
     *(["django.contrib.auth.backends.ModelBackend"] if LOCAL_LOGIN else []),
 ]
 
@@ -305,3 +315,33 @@ EXTRACTION_PRESETS: dict[str, dict[str, float | int]] = {
     "batch": {},
     "clinical": {"quality_threshold": 0.95},
 }
+
+# Hardening (issue 11).
+# Content-Security-Policy (django-csp): scripts, styles and images only from this site (htmx
+# and the page scripts are vendored in static/; no template has an inline script).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one username
+# from one address, that pair is refused (even with the right password) for AXES_COOLOFF_MINUTES.
+AXES_ENABLED = env_bool("AXES_ENABLED", True)
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Behind the TLS proxy, the client's address is the last one it adds to X-Forwarded-For.
+AXES_IPWARE_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0) or None
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if AXES_IPWARE_PROXY_COUNT else ["REMOTE_ADDR"]
+)
+# JSON API request bodies: at most this many bytes and this deep (nested objects and lists).
+API_JSON_MAX_BYTES = env_int("API_JSON_MAX_BYTES", 1024 * 1024, minimum=1024)
+API_JSON_MAX_DEPTH = env_int("API_JSON_MAX_DEPTH", 20, minimum=2)

@@ -8,16 +8,20 @@ pydantic models below and from ``ProcessingOptions``.
 from __future__ import annotations
 
 import json
+import logging
 from datetime import date
 from typing import Any, Literal
 from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, reverse
 from ninja import NinjaAPI, Schema, Status
+from ninja.errors import HttpError
 from ninja.errors import ValidationError as NinjaValidationError
+from ninja.parser import Parser
 from ninja.security import HttpBearer
 from pydantic import ConfigDict, Field, ValidationError
 
@@ -44,6 +48,7 @@ from review.models import GroundTruth, ReviewPacket
 from review.selectors import current_ground_truth, ground_truth_selection
 from review.services import export_audit
 
+logger = logging.getLogger(__name__)
 DOCUMENT_TYPES = [t.value for t in DOC_TYPES]
 VIEW_PERMISSION = "documents.view_document"
 ADD_PERMISSION = "documents.add_document"
@@ -244,8 +249,64 @@ class bearer(HttpBearer):
         return found.user
 
 
+def json_too_deep(text: str, max_depth: int) -> bool:
+    """Whether objects and lists nest deeper than ``max_depth`` (checked before parsing: the
+    parser itself would recurse, and a deep enough document ends in RecursionError)."""
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > max_depth:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
+def json_load_limited(raw: str | bytes, *, what: str) -> Any:
+    """Parse JSON from a client within API_JSON_MAX_BYTES and API_JSON_MAX_DEPTH; an
+    ApiRefusal (413 or 400, as JSON) otherwise."""
+    if len(raw) > settings.API_JSON_MAX_BYTES:
+        raise ApiRefusal(
+            413, f"{what} is larger than {settings.API_JSON_MAX_BYTES} bytes.", code="too_large"
+        )
+    try:
+        text = raw.decode() if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError:
+        raise ApiRefusal(400, f"{what} is not UTF-8 text.", code="invalid_json") from None
+    if json_too_deep(text, settings.API_JSON_MAX_DEPTH):
+        raise ApiRefusal(
+            400,
+            f"{what} nests deeper than {settings.API_JSON_MAX_DEPTH} levels.",
+            code="too_deep",
+        )
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        raise ApiRefusal(400, f"{what} is not valid JSON.", code="invalid_json") from None
+
+
+class LimitedParser(Parser):
+    def parse_body(self, request: HttpRequest) -> dict[str, Any]:
+        body = json_load_limited(request.body, what="The request body")
+        if not isinstance(body, dict):
+            raise ApiRefusal(400, "The request body must be a JSON object.", code="invalid_json")
+        return body
+
+
 api = NinjaAPI(
     title="Vetted API",
+    parser=LimitedParser(),
     version="1.0.0",
     description="Submit clinical documents, poll, and fetch the verified classification and "
     "extracted fields.",
@@ -258,6 +319,27 @@ api = NinjaAPI(
 @api.exception_handler(ApiRefusal)
 def _refusal(request: HttpRequest, exc: ApiRefusal) -> HttpResponse:
     return api.create_response(request, exc.body, status=exc.status)
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    """django-ninja wraps a refusal raised while parsing the body: answer with the refusal."""
+    if isinstance(exc.__cause__, ApiRefusal):
+        return _refusal(request, exc.__cause__)
+    return api.create_response(request, {"error": str(exc)}, status=exc.status_code)
+
+
+@api.exception_handler(Exception)
+def _crash(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """Whatever else goes wrong is answered in JSON too (never Django's HTML error page);
+    the details stay in the server log."""
+    if isinstance(exc, RequestDataTooBig):
+        return api.create_response(
+            request, {"error": "The request is too large.", "code": "too_large"}, status=413
+        )
+    logger.exception("API request crashed: %s %s", request.method, request.path)
+    body = {"error": "The server failed to handle the request; it is logged.", "code": "error"}
+    return api.create_response(request, body, status=500)
 
 
 @api.exception_handler(NinjaValidationError)
@@ -275,10 +357,9 @@ def _invalid(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
 
 def _options(request: HttpRequest) -> ProcessingOptions:
     if "options" in request.POST:
-        try:
-            raw: dict[str, Any] = json.loads(request.POST["options"])
-        except json.JSONDecodeError:
-            raise ApiRefusal(400, "The 'options' field is not valid JSON.") from None
+        raw = json_load_limited(request.POST["options"], what="The 'options' field")
+        if not isinstance(raw, dict):
+            raise ApiRefusal(400, "The 'options' field must be a JSON object.")
     else:
         raw = {k: v for k, v in request.POST.items()}
     try:
