@@ -298,7 +298,13 @@ def _requeue(document: Document, *, status: str) -> bool:
         )
         if updated:
             _enqueue_ingest(document_id=str(document.pk), attempt=document.ingest_attempts)
-    return bool(updated)
+    # Not counted when the queue refused it again (the document is marked again instead).
+    return (
+        bool(updated)
+        and not Document.objects.filter(
+            pk=document.pk, error_code=Document.QUEUE_UNREACHABLE
+        ).exists()
+    )
 
 
 INGEST_LOST = (

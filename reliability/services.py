@@ -601,7 +601,10 @@ def _requeue_run(run: Run, *, status: str, job: str) -> bool:
                     run_fail, run_id=run.pk, message=QUEUE_UNREACHABLE, code=Run.QUEUE_UNREACHABLE
                 ),
             )
-    return bool(updated)
+    return (
+        bool(updated)
+        and not Run.objects.filter(pk=run.pk, error_code=Run.QUEUE_UNREACHABLE).exists()
+    )
 
 
 def resume_overdue_runs(*, grace_seconds: float = MISSED_SCHEDULE_SECONDS) -> int:
