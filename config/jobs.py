@@ -45,6 +45,16 @@ def enqueue(func: str, *args: Any, job_id: str | None = None) -> None:
     logger.info("enqueued %s job_id=%s", func, job_id)
 
 
+def job_exists(job_id: str) -> bool:
+    """Whether Redis still knows this job (queued, started or finished). Inline: never."""
+    if jobs_run_inline():
+        return False
+    from redis import Redis
+    from rq.job import Job
+
+    return bool(Job.exists(job_id, connection=Redis.from_url(settings.REDIS_URL)))
+
+
 def enqueue_at(func: str, *args: Any, when: datetime, job_id: str | None = None) -> bool:
     """Run a job at ``when`` (RQ's scheduler: workers started with ``--with-scheduler``).
 

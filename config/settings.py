@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -43,6 +44,7 @@ INSTALLED_APPS = [
     "reliability",
     "review",
     "integrations",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -58,6 +60,11 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Hardening (issue 11): no browser or proxy keeps a copy of a page or file (patient data);
+    # a Content-Security-Policy that allows only this site's own scripts; login lockout.
+    "config.middleware.NoStoreMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -130,6 +137,9 @@ if OIDC_ENABLED and not (OIDC_OP_ISSUER or OIDC_OP_AUTHORIZATION_ENDPOINT):
 # The SSO backend also answers permission checks; without local login, passwords never work.
 AUTHENTICATION_BACKENDS = [
     *(["integrations.sso.VettedOIDCBackend"] if OIDC_ENABLED else []),
+    # django-axes first: a locked-out username and address is refused before the password is
+    # even checked (see "Hardening" below).
+    *(["axes.backends.AxesStandaloneBackend"] if LOCAL_LOGIN else []),
     *(["django.contrib.auth.backends.ModelBackend"] if LOCAL_LOGIN else []),
 ]
 
@@ -194,7 +204,8 @@ OCR_MIN_CONFIDENCE = env_float("OCR_MIN_CONFIDENCE", 0.60)
 if not 0.0 <= OCR_MIN_CONFIDENCE <= 1.0:
     raise ImproperlyConfigured("OCR_MIN_CONFIDENCE must be between 0 and 1.")
 # An ingestion claimed this long ago and still running is taken as abandoned (worker died).
-INGEST_STALE_SECONDS = env_int("INGEST_STALE_SECONDS", 15 * 60, minimum=30)
+# (Its job renews a heartbeat every third of this while it works, so only a dead one goes stale.)
+INGEST_STALE_SECONDS = env_int("INGEST_STALE_SECONDS", 15 * 60, minimum=3)
 
 LOGGING = {
     "version": 1,
@@ -251,20 +262,26 @@ LLM_WAIT_MAX_HOURS = env_float("LLM_WAIT_MAX_HOURS", 24.0)
 # The independent gate: the second classifier's agreement stands in for the same-model LLM
 # checks when its own confidence is at least this (0 = always, above 1 = never).
 GATE_CONFIRM_CONFIDENCE = env_float("GATE_CONFIRM_CONFIDENCE", 0.5)
-# A run claimed this long ago and still "running" lost its worker: it is retried or failed.
-RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 15 * 60, minimum=30)
+# A run whose lease was last renewed this long ago and still "running" lost its worker: it is
+# retried or failed. A live run's job renews the lease every third of this (a heartbeat).
+RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 15 * 60, minimum=3)
 RUN_MAX_JOB_TRIES = env_int("RUN_MAX_JOB_TRIES", 3, minimum=1)
-# Every language-model try and wait of one execution fits in this, which fits in the job timeout
-# and the lease: past it the run waits and resumes (answers so far come from the cache).
-RUN_DEADLINE_SECONDS = env_int(
-    "RUN_DEADLINE_SECONDS", int(0.8 * min(JOB_TIMEOUT_SECONDS, RUN_LEASE_SECONDS)), minimum=10
-)
-if not LLM_TIMEOUT_SECONDS < RUN_DEADLINE_SECONDS < min(JOB_TIMEOUT_SECONDS, RUN_LEASE_SECONDS):
+# Every language-model try and wait of one execution fits in this, which fits in the job
+# timeout: past it the run waits and resumes (answers so far come from the cache). The lease
+# need not cover it: the heartbeat keeps a live run's lease fresh.
+RUN_DEADLINE_SECONDS = env_int("RUN_DEADLINE_SECONDS", int(0.8 * JOB_TIMEOUT_SECONDS), minimum=10)
+if not LLM_TIMEOUT_SECONDS < RUN_DEADLINE_SECONDS < JOB_TIMEOUT_SECONDS:
     raise ImproperlyConfigured(
         f"RUN_DEADLINE_SECONDS={RUN_DEADLINE_SECONDS} must be above LLM_TIMEOUT_SECONDS="
-        f"{LLM_TIMEOUT_SECONDS:g} and below JOB_TIMEOUT_SECONDS={JOB_TIMEOUT_SECONDS} and "
-        f"RUN_LEASE_SECONDS={RUN_LEASE_SECONDS}."
+        f"{LLM_TIMEOUT_SECONDS:g} and below JOB_TIMEOUT_SECONDS={JOB_TIMEOUT_SECONDS}."
     )
+
+# Recovery without a human (issue 11): every worker runs a recovery pass this often (one at a
+# time across workers): stale ingestions and runs, work that failed only because the queue was
+# unreachable, and work queued this long ago (QUEUE_LOST_SECONDS) whose job Redis lost.
+RECOVERY_INTERVAL_SECONDS = env_int("RECOVERY_INTERVAL_SECONDS", 60, minimum=1)
+QUEUE_LOST_SECONDS = env_int("QUEUE_LOST_SECONDS", 300, minimum=1)
+INGEST_MAX_ATTEMPTS = env_int("INGEST_MAX_ATTEMPTS", 3, minimum=1)
 
 # Webhooks: deliveries are jobs, retried with exponential backoff (capped), then failed.
 WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 10.0)
@@ -320,3 +337,33 @@ EXTRACTION_PRESETS: dict[str, dict[str, float | int]] = {
     "batch": {},
     "clinical": {"quality_threshold": 0.95},
 }
+
+# Hardening (issue 11).
+# Content-Security-Policy (django-csp): scripts, styles and images only from this site (htmx
+# and the page scripts are vendored in static/; no template has an inline script).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one username
+# from one address, that pair is refused (even with the right password) for AXES_COOLOFF_MINUTES.
+AXES_ENABLED = env_bool("AXES_ENABLED", True)
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Behind the TLS proxy, the client's address is the last one it adds to X-Forwarded-For.
+AXES_IPWARE_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0) or None
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if AXES_IPWARE_PROXY_COUNT else ["REMOTE_ADDR"]
+)
+# JSON API request bodies: at most this many bytes and this deep (nested objects and lists).
+API_JSON_MAX_BYTES = env_int("API_JSON_MAX_BYTES", 1024 * 1024, minimum=1024)
+API_JSON_MAX_DEPTH = env_int("API_JSON_MAX_DEPTH", 20, minimum=2)

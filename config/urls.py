@@ -1,5 +1,11 @@
 from __future__ import annotations
 
+import logging
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth.decorators import login_not_required
 from django.db import connection
@@ -11,13 +17,49 @@ from django.views.generic import RedirectView
 from integrations.sso import VettedLoginView, admin_login
 from reliability.api import urls as api_urls
 
+logger = logging.getLogger(__name__)
+
+
+def _check_database() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+
+
+def _check_redis() -> None:
+    from redis import Redis
+
+    Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1).ping()
+
+
+def _check_media() -> None:
+    """Uploads are stored here: it must take a file (written and removed again)."""
+    root = Path(settings.MEDIA_ROOT)
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=root, prefix=".healthz-", delete=True) as probe:
+        probe.write(b"ok")
+        probe.flush()
+
 
 @login_not_required
 def healthz(request: HttpRequest) -> JsonResponse:
-    """Liveness for load balancers and docker-compose: the database answers."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-    return JsonResponse({"status": "ok"})
+    """Liveness for load balancers and docker-compose: the database answers, Redis answers
+    (when jobs are queued), and the media storage takes a file. 503 names what failed."""
+    checks = {"database": _check_database, "media": _check_media}
+    if settings.REDIS_URL:
+        checks["redis"] = _check_redis
+    results: dict[str, str] = {}
+    for name, check in checks.items():
+        try:
+            check()
+            results[name] = "ok"
+        except Exception as exc:
+            logger.warning("health check %s failed: %s", name, exc)
+            results[name] = f"failed: {type(exc).__name__}"
+    failed = sorted(name for name, state in results.items() if state != "ok")
+    body: dict[str, Any] = {"status": "failed" if failed else "ok", "checks": results}
+    if failed:
+        body["failed"] = failed
+    return JsonResponse(body, status=503 if failed else 200)
 
 
 favicon = login_not_required(RedirectView.as_view(url=static("favicon.svg"), permanent=True))

@@ -17,6 +17,7 @@ def document_upload_path(instance: Document, filename: str) -> str:
 class Document(models.Model):
     MIME_PDF = "application/pdf"
     MIME_TEXT = "text/plain"
+    QUEUE_UNREACHABLE = "queue_unreachable"  # error_code: nothing wrong with the file
 
     class Status(models.TextChoices):
         UPLOADED = "uploaded", "Uploaded"
@@ -37,6 +38,8 @@ class Document(models.Model):
     page_count = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.UPLOADED)
     error = models.TextField(blank=True)
+    # Why it failed, for machines: QUEUE_UNREACHABLE failures are resumed by the recovery pass.
+    error_code = models.CharField(max_length=32, blank=True)
     quality = models.CharField(max_length=16, choices=Quality.choices, default=Quality.OK)
     quality_message = models.TextField(blank=True)
     ocr_confidence = models.FloatField(null=True, blank=True)
@@ -44,6 +47,7 @@ class Document(models.Model):
     ingest_attempts = models.PositiveIntegerField(default=0)
     pages_done = models.PositiveIntegerField(default=0)  # ingestion progress, page by page
     ingest_started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)  # renewed while a job ingests
     ingested_at = models.DateTimeField(null=True, blank=True)
     ingest_seconds = models.FloatField(null=True, blank=True)
     options = models.JSONField(default=dict, blank=True)  # processing options (JSON API)
@@ -76,10 +80,11 @@ class Document(models.Model):
 
     def ingest_is_stale(self, *, now: datetime | None = None) -> bool:
         """An ingestion claimed long ago and never finished: its worker died."""
-        if self.status != self.Status.INGESTING or self.ingest_started_at is None:
+        last = self.heartbeat_at or self.ingest_started_at
+        if self.status != self.Status.INGESTING or last is None:
             return False
         now = now or timezone.now()
-        return now - self.ingest_started_at > timedelta(seconds=settings.INGEST_STALE_SECONDS)
+        return now - last > timedelta(seconds=settings.INGEST_STALE_SECONDS)
 
     @property
     def can_retry(self) -> bool:

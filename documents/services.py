@@ -6,16 +6,18 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
-from config.jobs import enqueue_on_commit
+from config.heartbeat import Heartbeat
+from config.jobs import enqueue_on_commit, job_exists
 from documents.images import render_page_png
 from documents.models import Document, Page
 from documents.ocr import make_tesseract_engine
@@ -34,6 +36,15 @@ def _duplicate_message(*, name: str, existing: Document) -> str:
     return f"“{name}” was already uploaded on {when} as “{existing.original_filename}”."
 
 
+class DuplicateUpload(UploadRefused):
+    """The same file (by SHA-256) is stored already: ``existing`` is that document, for callers
+    that may show it (its uploader); the message names it, so show it only to them too."""
+
+    def __init__(self, message: str, *, existing: Document) -> None:
+        super().__init__(message, code="duplicate")
+        self.existing = existing
+
+
 def document_create(
     *, filename: str, content: bytes, user: Any | None, options: dict[str, Any] | None = None
 ) -> Document:
@@ -49,8 +60,8 @@ def document_create(
     )
     existing = Document.objects.filter(sha256=info.sha256).first()
     if existing is not None:
-        raise UploadRefused(
-            code="duplicate", message=_duplicate_message(name=filename, existing=existing)
+        raise DuplicateUpload(
+            _duplicate_message(name=filename, existing=existing), existing=existing
         )
 
     document = Document(
@@ -74,8 +85,8 @@ def document_create(
         existing = Document.objects.filter(sha256=info.sha256).first()
         if existing is None:
             raise
-        raise UploadRefused(
-            code="duplicate", message=_duplicate_message(name=filename, existing=existing)
+        raise DuplicateUpload(
+            _duplicate_message(name=filename, existing=existing), existing=existing
         ) from None
     except BaseException:
         document.file.delete(save=False)
@@ -84,17 +95,28 @@ def document_create(
 
 
 QUEUE_UNREACHABLE = (
-    "The file is stored, but ingestion could not be queued because the job queue is "
-    "unreachable. Retry in a few minutes; if it keeps failing, tell an administrator."
+    "The file is stored, but it could not be queued for reading because the job queue is "
+    "unreachable. It is queued again automatically when the queue is back; nothing to do."
 )
+
+
+class IngestSuperseded(Exception):
+    """This job lost its claim (its lease ran out and another job took the document over):
+    its result is dropped so that the document is ingested, and classified, once."""
+
+
+def _ingest_job_id(document_id: str, attempt: int) -> str:
+    return f"ingest-{document_id}-{attempt}"
 
 
 def _enqueue_ingest(*, document_id: str, attempt: int) -> None:
     enqueue_on_commit(
         INGEST_JOB,
         document_id,
-        job_id=f"ingest-{document_id}-{attempt}",
-        on_queue_error=lambda: document_fail(document_id=document_id, message=QUEUE_UNREACHABLE),
+        job_id=_ingest_job_id(document_id, attempt),
+        on_queue_error=lambda: document_fail(
+            document_id=document_id, message=QUEUE_UNREACHABLE, code=Document.QUEUE_UNREACHABLE
+        ),
     )
 
 
@@ -160,6 +182,17 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
     low_ocr = ocr_confidence is not None and ocr_confidence < settings.OCR_MIN_CONFIDENCE
 
     with transaction.atomic():
+        if (
+            document.status == Document.Status.INGESTING
+            and not Document.objects.select_for_update()
+            .filter(
+                pk=document.pk,
+                status=Document.Status.INGESTING,
+                ingest_attempts=document.ingest_attempts,
+            )
+            .exists()
+        ):
+            raise IngestSuperseded(str(document.pk))
         Page.objects.filter(document=document).delete()
         Page.objects.bulk_create(
             [
@@ -187,6 +220,7 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
         document.quality_message = _low_ocr_message(ocr_confidence or 0.0) if low_ocr else ""
         document.status = Document.Status.READY
         document.error = ""
+        document.error_code = ""
         document.ingested_at = timezone.now()
         document.ingest_seconds = round(time.monotonic() - started, 3)
         document.save(
@@ -199,6 +233,7 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
                 "quality_message",
                 "status",
                 "error",
+                "error_code",
                 "ingested_at",
                 "ingest_seconds",
                 "updated_at",
@@ -228,6 +263,7 @@ def document_claim_for_ingest(*, document_id: str) -> bool:
         Document.objects.filter(pk=document_id, status=Document.Status.UPLOADED).update(
             status=Document.Status.INGESTING,
             ingest_started_at=timezone.now(),
+            heartbeat_at=timezone.now(),
             pages_done=0,
             ingest_attempts=F("ingest_attempts") + 1,
             updated_at=timezone.now(),
@@ -236,10 +272,90 @@ def document_claim_for_ingest(*, document_id: str) -> bool:
     )
 
 
-def document_fail(*, document_id: str, message: str) -> None:
+def document_fail(*, document_id: str, message: str, code: str = "") -> None:
     Document.objects.filter(pk=document_id).update(
-        status=Document.Status.FAILED, error=message, updated_at=timezone.now()
+        status=Document.Status.FAILED, error=message, error_code=code, updated_at=timezone.now()
     )
+
+
+def document_heartbeat(*, document: Document) -> Heartbeat:
+    """Renews the ingestion lease of ``document`` (claimed by this job) while it is read."""
+    rows = Document.objects.filter(
+        pk=document.pk, status=Document.Status.INGESTING, ingest_attempts=document.ingest_attempts
+    )
+    return Heartbeat(rows, field="heartbeat_at", interval=settings.INGEST_STALE_SECONDS / 3)
+
+
+def _requeue(document: Document, *, status: str) -> bool:
+    with transaction.atomic():
+        updated = Document.objects.filter(
+            pk=document.pk,
+            status=status,
+            updated_at=document.updated_at,
+            heartbeat_at=document.heartbeat_at,  # a job that just beat again keeps it
+        ).update(
+            status=Document.Status.UPLOADED, error="", error_code="", updated_at=timezone.now()
+        )
+        if updated:
+            _enqueue_ingest(document_id=str(document.pk), attempt=document.ingest_attempts)
+    # Not counted when the queue refused it again (the document is marked again instead).
+    return (
+        bool(updated)
+        and not Document.objects.filter(
+            pk=document.pk, error_code=Document.QUEUE_UNREACHABLE
+        ).exists()
+    )
+
+
+INGEST_LOST = (
+    "Reading this file stopped the worker {n} time(s) (it was killed or ran out of memory or "
+    "time); it is not tried again. Check the file, then retry or upload a repaired copy."
+)
+
+
+def documents_recover() -> dict[str, int]:
+    """The documents part of the recovery pass (no human needed):
+
+    - an ingestion whose heartbeat stopped (its worker died) is queued again, or failed for
+      good after INGEST_MAX_ATTEMPTS tries (a file that kills its worker every time);
+    - a document that failed only because the queue was unreachable is queued again;
+    - a document uploaded long ago whose job Redis no longer knows (Redis restarted without
+      its data) is queued again. A second job for the same document is harmless: only the
+      first claim does work.
+
+    If the queue is still unreachable, the document keeps (or gets back) its queue failure.
+    """
+    now = timezone.now()
+    counts = {"requeued": 0, "failed": 0, "resumed": 0, "lost": 0}
+    stale = now - timedelta(seconds=settings.INGEST_STALE_SECONDS)
+    for document in Document.objects.filter(status=Document.Status.INGESTING).filter(
+        Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, ingest_started_at__lt=stale)
+    ):
+        if document.ingest_attempts >= settings.INGEST_MAX_ATTEMPTS:
+            Document.objects.filter(
+                pk=document.pk, status=Document.Status.INGESTING, updated_at=document.updated_at
+            ).update(
+                status=Document.Status.FAILED,
+                error=INGEST_LOST.format(n=document.ingest_attempts),
+                error_code="worker_lost",
+                updated_at=timezone.now(),
+            )
+            counts["failed"] += 1
+        elif _requeue(document, status=Document.Status.INGESTING):
+            counts["requeued"] += 1
+    for document in Document.objects.filter(
+        status=Document.Status.FAILED, error_code=Document.QUEUE_UNREACHABLE
+    ):
+        counts["resumed"] += _requeue(document, status=Document.Status.FAILED)
+    lost_before = now - timedelta(seconds=settings.QUEUE_LOST_SECONDS)
+    for document in Document.objects.filter(
+        status=Document.Status.UPLOADED, updated_at__lt=lost_before
+    ):
+        if not job_exists(_ingest_job_id(str(document.pk), document.ingest_attempts)):
+            counts["lost"] += _requeue(document, status=Document.Status.UPLOADED)
+    if any(counts.values()):
+        logger.warning("recovered documents: %s", counts)
+    return counts
 
 
 def document_retry(*, document: Document) -> bool:
@@ -248,7 +364,7 @@ def document_retry(*, document: Document) -> bool:
         return False
     with transaction.atomic():
         updated = Document.objects.filter(pk=document.pk, status=document.status).update(
-            status=Document.Status.UPLOADED, error="", updated_at=timezone.now()
+            status=Document.Status.UPLOADED, error="", error_code="", updated_at=timezone.now()
         )
         if updated != 1:
             return False

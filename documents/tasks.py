@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+from contextlib import ExitStack
 
 from django.conf import settings
 
+from config.jobs import jobs_run_inline
 from documents import services
 from documents.models import Document
 from documents.pages import UnreadableDocument
@@ -25,7 +27,13 @@ def ingest_document(document_id: str) -> str:
         return "skipped"
     document = Document.objects.get(pk=document_id)
     try:
-        services.document_ingest(document=document)
+        with ExitStack() as stack:
+            if not jobs_run_inline():
+                stack.enter_context(services.document_heartbeat(document=document))
+            services.document_ingest(document=document)
+    except services.IngestSuperseded:
+        logger.warning("ingest id=%s superseded: another job took it over", document_id)
+        return "superseded"
     except UnreadableDocument as exc:
         logger.warning("ingest failed id=%s: %s", document_id, exc.message)
         services.document_fail(document_id=document_id, message=exc.message)

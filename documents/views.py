@@ -126,9 +126,20 @@ def document_upload(request: HtmxHttpRequest) -> HttpResponse:
                 )
             except UploadRefused as refused:
                 form.add_error("documents", refused.message)
-    if created:
-        names = ", ".join(f"“{doc.original_filename}”" for doc in created)
-        messages.success(request, f"Uploaded {len(created)} file(s): {names}.")
+    for document in created:
+        document.refresh_from_db(fields=["status", "error", "error_code"])
+    unqueued = [d for d in created if d.error_code == Document.QUEUE_UNREACHABLE]
+    queued = [d for d in created if d not in unqueued]
+    if queued:
+        names = ", ".join(f"“{doc.original_filename}”" for doc in queued)
+        messages.success(request, f"Uploaded {len(queued)} file(s): {names}.")
+    if unqueued:
+        names = ", ".join(f"“{doc.original_filename}”" for doc in unqueued)
+        messages.warning(
+            request,
+            f"Stored but not queued for reading: {names}. The job queue is unreachable; "
+            "the file(s) will be read automatically when it is back.",
+        )
     if form.is_valid():  # still valid: nothing was refused
         if request.htmx:
             return HttpResponseClientRedirect(reverse("documents:list"))

@@ -8,21 +8,25 @@ pydantic models below and from ``ProcessingOptions``.
 from __future__ import annotations
 
 import json
+import logging
 from datetime import date
 from typing import Any, Literal
 from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, reverse
 from ninja import NinjaAPI, Schema, Status
+from ninja.errors import HttpError
 from ninja.errors import ValidationError as NinjaValidationError
+from ninja.parser import Parser
 from ninja.security import HttpBearer
 from pydantic import ConfigDict, Field, ValidationError
 
 from documents.models import Document
-from documents.services import document_create
+from documents.services import DuplicateUpload, document_create
 from documents.validation import UploadRefused, check_size
 from engine import llm
 from engine.pipeline import PRESETS
@@ -44,7 +48,14 @@ from review.models import GroundTruth, ReviewPacket
 from review.selectors import current_ground_truth, ground_truth_selection
 from review.services import export_audit
 
+logger = logging.getLogger(__name__)
 DOCUMENT_TYPES = [t.value for t in DOC_TYPES]
+VIEW_PERMISSION = "documents.view_document"
+ADD_PERMISSION = "documents.add_document"
+DUPLICATE_OF_OTHER = (
+    "This exact file was already submitted by another account. Results are not shared "
+    "between accounts: ask an administrator if you need this document's result."
+)
 
 # -- schemas ------------------------------------------------------------------------------------
 
@@ -87,6 +98,18 @@ def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class Submitted(Schema):
+    id: str
+    status: str
+    status_url: str
+    result_url: str
+    duplicate: bool | None = Field(
+        None, description="true: this account had already submitted the same file"
+    )
+
+
+class NotQueued(Schema):
+    error: str
+    code: str
     id: str
     status: str
     status_url: str
@@ -218,11 +241,72 @@ class bearer(HttpBearer):
         if found is None:
             raise ApiRefusal(401, "The API token is not valid (unknown or revoked).")
         request.user = found.user
+        # The same roles as the browser: documents are patient data.
+        if not found.user.has_perm(VIEW_PERMISSION):
+            raise ApiRefusal(
+                403, "This token's user has no role (Reviewers or Admins): ask an administrator."
+            )
         return found.user
+
+
+def json_too_deep(text: str, max_depth: int) -> bool:
+    """Whether objects and lists nest deeper than ``max_depth`` (checked before parsing: the
+    parser itself would recurse, and a deep enough document ends in RecursionError)."""
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > max_depth:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
+def json_load_limited(raw: str | bytes, *, what: str) -> Any:
+    """Parse JSON from a client within API_JSON_MAX_BYTES and API_JSON_MAX_DEPTH; an
+    ApiRefusal (413 or 400, as JSON) otherwise."""
+    if len(raw) > settings.API_JSON_MAX_BYTES:
+        raise ApiRefusal(
+            413, f"{what} is larger than {settings.API_JSON_MAX_BYTES} bytes.", code="too_large"
+        )
+    try:
+        text = raw.decode() if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError:
+        raise ApiRefusal(400, f"{what} is not UTF-8 text.", code="invalid_json") from None
+    if json_too_deep(text, settings.API_JSON_MAX_DEPTH):
+        raise ApiRefusal(
+            400,
+            f"{what} nests deeper than {settings.API_JSON_MAX_DEPTH} levels.",
+            code="too_deep",
+        )
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        raise ApiRefusal(400, f"{what} is not valid JSON.", code="invalid_json") from None
+
+
+class LimitedParser(Parser):
+    def parse_body(self, request: HttpRequest) -> dict[str, Any]:
+        body = json_load_limited(request.body, what="The request body")
+        if not isinstance(body, dict):
+            raise ApiRefusal(400, "The request body must be a JSON object.", code="invalid_json")
+        return body
 
 
 api = NinjaAPI(
     title="Vetted API",
+    parser=LimitedParser(),
     version="1.0.0",
     description="Submit clinical documents, poll, and fetch the verified classification and "
     "extracted fields.",
@@ -235,6 +319,27 @@ api = NinjaAPI(
 @api.exception_handler(ApiRefusal)
 def _refusal(request: HttpRequest, exc: ApiRefusal) -> HttpResponse:
     return api.create_response(request, exc.body, status=exc.status)
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    """django-ninja wraps a refusal raised while parsing the body: answer with the refusal."""
+    if isinstance(exc.__cause__, ApiRefusal):
+        return _refusal(request, exc.__cause__)
+    return api.create_response(request, {"error": str(exc)}, status=exc.status_code)
+
+
+@api.exception_handler(Exception)
+def _crash(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """Whatever else goes wrong is answered in JSON too (never Django's HTML error page);
+    the details stay in the server log."""
+    if isinstance(exc, RequestDataTooBig):
+        return api.create_response(
+            request, {"error": "The request is too large.", "code": "too_large"}, status=413
+        )
+    logger.exception("API request crashed: %s %s", request.method, request.path)
+    body = {"error": "The server failed to handle the request; it is logged.", "code": "error"}
+    return api.create_response(request, body, status=500)
 
 
 @api.exception_handler(NinjaValidationError)
@@ -252,10 +357,9 @@ def _invalid(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
 
 def _options(request: HttpRequest) -> ProcessingOptions:
     if "options" in request.POST:
-        try:
-            raw: dict[str, Any] = json.loads(request.POST["options"])
-        except json.JSONDecodeError:
-            raise ApiRefusal(400, "The 'options' field is not valid JSON.") from None
+        raw = json_load_limited(request.POST["options"], what="The 'options' field")
+        if not isinstance(raw, dict):
+            raise ApiRefusal(400, "The 'options' field must be a JSON object.")
     else:
         raw = {k: v for k, v in request.POST.items()}
     try:
@@ -311,14 +415,14 @@ def _status(document: Document) -> tuple[str, Run | None]:
 
 # -- operations ---------------------------------------------------------------------------------
 
-ERRORS = {400: Error, 401: Error, 409: Error}
+ERRORS = {400: Error, 401: Error, 403: Error, 409: Error, 503: Error}
 
 
 @api.post(
     "/documents/",
     url_name="submit",
     summary="Submit a document (PDF or text) with processing options",
-    response={202: Submitted, **ERRORS},
+    response={202: Submitted, 200: Submitted, **ERRORS, 503: NotQueued},
     openapi_extra={
         "requestBody": {
             "required": True,
@@ -329,6 +433,13 @@ ERRORS = {400: Error, 401: Error, 409: Error}
     },
 )
 def submit(request: HttpRequest) -> Status[dict[str, Any]]:
+    """202 queued. 200 with ``duplicate: true``: this token's user had already submitted the
+    same file; the body is that document's handle. 503: stored but not queued (the job queue
+    is unreachable); the document is queued by itself when the queue is back, and re-uploading
+    gives this same document. 409: another account submitted the same file (nothing about it
+    is said)."""
+    if not request.user.has_perm(ADD_PERMISSION):
+        raise ApiRefusal(403, "This token's user may not submit documents.")
     upload = request.FILES.get("file")
     if upload is None:
         raise ApiRefusal(400, "Attach the document as the multipart field 'file'.")
@@ -342,19 +453,31 @@ def submit(request: HttpRequest) -> Status[dict[str, Any]]:
             user=request.user,
             options=options.model_dump(mode="json", exclude_none=True),
         )
+    except DuplicateUpload as duplicate:
+        # Nothing about another account's upload is said: not its name, not its id.
+        if duplicate.existing.uploaded_by_id != request.user.pk:
+            raise ApiRefusal(409, DUPLICATE_OF_OTHER, code="duplicate") from None
+        document, created = duplicate.existing, False
     except UploadRefused as refused:
-        if refused.code == "duplicate":
-            raise ApiRefusal(409, refused.message) from None
         raise ApiRefusal(400, refused.message, code=refused.code) from None
+    else:
+        created = True
     document.refresh_from_db()
-    return Status(202, {"id": str(document.pk), "status": _status(document)[0], **_links(document)})
+    body = {"id": str(document.pk), "status": _status(document)[0], **_links(document)}
+    if document.error_code == Document.QUEUE_UNREACHABLE:
+        refusal = ApiRefusal(503, document.error, code="queue_unreachable")
+        refusal.body.update(body)  # the handle: the document is kept and resumes by itself
+        raise refusal
+    if not created:
+        return Status(200, {**body, "duplicate": True})
+    return Status(202, body)
 
 
 @api.get(
     "/documents/{uuid:document_id}/",
     url_name="status",
     summary="Processing status",
-    response={200: DocumentStatus, 401: Error, 404: Error},
+    response={200: DocumentStatus, 401: Error, 403: Error, 404: Error},
     exclude_unset=True,
 )
 def status(request: HttpRequest, document_id: UUID) -> dict[str, Any]:
@@ -381,7 +504,7 @@ def status(request: HttpRequest, document_id: UUID) -> dict[str, Any]:
     "/documents/{uuid:document_id}/result/",
     url_name="result",
     summary="Type, segments, fields and loop metadata",
-    response={200: DocumentResult, 401: Error, 404: Error, 409: Error},
+    response={200: DocumentResult, 401: Error, 403: Error, 404: Error, 409: Error},
     exclude_unset=True,
 )
 def result(request: HttpRequest, document_id: UUID, history: bool = False) -> dict[str, Any]:

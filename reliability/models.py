@@ -19,6 +19,8 @@ SEVERITIES = [(s.value, s.value.title()) for s in Severity]
 
 
 class Run(models.Model):
+    QUEUE_UNREACHABLE = "queue_unreachable"  # error_code: the run never reached a worker
+
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
         RUNNING = "running", "Running"
@@ -61,6 +63,8 @@ class Run(models.Model):
     skipped_checks = models.JSONField(default=list, blank=True)
     duration_seconds = models.FloatField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # Why it failed, for machines: QUEUE_UNREACHABLE failures are resumed by the recovery pass.
+    error_code = models.CharField(max_length=32, blank=True)
     job_tries = models.PositiveIntegerField(default=0)
     claimed_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)

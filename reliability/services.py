@@ -11,8 +11,10 @@ import random
 import secrets
 import time
 from collections.abc import Sequence
+from contextlib import ExitStack
 from datetime import datetime, timedelta
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -22,7 +24,8 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from config.errors import Refused
-from config.jobs import enqueue_at, enqueue_on_commit
+from config.heartbeat import Heartbeat
+from config.jobs import enqueue_at, enqueue_on_commit, job_exists, jobs_run_inline
 from documents.models import Document
 from engine import llm, pipeline
 from engine.classifiers.gemini import GeminiClassifier
@@ -51,7 +54,10 @@ from review.models import GroundTruth
 logger = logging.getLogger(__name__)
 
 RUN_JOB = "reliability.tasks.execute_run"
-QUEUE_UNREACHABLE = "The run could not be queued: the job queue is unreachable."
+QUEUE_UNREACHABLE = (
+    "The run could not be queued: the job queue is unreachable. It is queued again "
+    "automatically when the queue is back."
+)
 LOW_OCR_REASON = "document has low OCR confidence: a clinician must confirm"
 FORM_ISSUE_REASON = "the form has an ERROR issue (such as a wrong tax year): a person must confirm"
 WAIT_SLACK_SECONDS = 5  # a scheduled resumption a little early still claims its run
@@ -116,10 +122,23 @@ def run_start(
             RUN_JOB,
             run.pk,
             job_id=f"run-{run.pk}",
-            on_queue_error=lambda: run_fail(run_id=run.pk, message=QUEUE_UNREACHABLE),
+            on_queue_error=lambda: run_fail(
+                run_id=run.pk, message=QUEUE_UNREACHABLE, code=Run.QUEUE_UNREACHABLE
+            ),
         )
     logger.info("run created id=%s document=%s preset=%s", run.pk, document.pk, chosen.name)
     return run
+
+
+class RunSuperseded(Exception):
+    """This execution lost its claim (another worker holds the run now): its outcome is
+    dropped, so a run is decided once."""
+
+
+def run_heartbeat(*, run: Run) -> Heartbeat:
+    """Renews the lease of ``run`` (claimed by this execution) while it executes."""
+    rows = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING, job_tries=run.job_tries)
+    return Heartbeat(rows, field="claimed_at", interval=settings.RUN_LEASE_SECONDS / 3)
 
 
 def run_claim(*, run_id: int) -> bool:
@@ -165,11 +184,14 @@ def run_fail(
     message: str,
     usage: dict[str, Any] | None = None,
     seconds: float | None = None,
+    code: str = "",
 ) -> None:
-    """Fail a run for good, keeping what it spent and how long it took."""
+    """Fail a run for good (unless ``code`` is QUEUE_UNREACHABLE: recovery resumes those),
+    keeping what it spent and how long it took."""
     fields: dict[str, Any] = {
         "status": Run.Status.FAILED,
         "error": message,
+        "error_code": code,
         "finished_at": timezone.now(),
         "final_decision": "",
         "retry_at": None,
@@ -330,6 +352,14 @@ def run_execute(*, run_id: int, client: LLMClient | None = None) -> Run | None:
     if run.job_tries > settings.RUN_MAX_JOB_TRIES:
         run_fail(run_id=run_id, message=f"Gave up after {run.job_tries - 1} interrupted tries.")
         return None
+    with ExitStack() as stack:
+        if not jobs_run_inline():
+            stack.enter_context(run_heartbeat(run=run))
+        return _run_execute_claimed(run, client=client)
+
+
+def _run_execute_claimed(run: Run, *, client: LLMClient | None) -> Run:
+    run_id = run.pk
     started = time.perf_counter()
     document = run.document
     if client is None:
@@ -424,6 +454,12 @@ def run_execute(*, run_id: int, client: LLMClient | None = None) -> Run | None:
     usage = client.usage() if client is not None else EMPTY_USAGE
 
     with transaction.atomic():
+        if (
+            not Run.objects.select_for_update()
+            .filter(pk=run_id, status=Run.Status.RUNNING, job_tries=run.job_tries)
+            .exists()
+        ):
+            raise RunSuperseded(str(run_id))
         for record in outcome.attempts:
             attempt = Attempt.objects.create(
                 run=run,
@@ -515,11 +551,60 @@ def recover_stale_runs() -> dict[str, int]:
                 pk=run.pk, status=Run.Status.RUNNING, claimed_at=run.claimed_at
             ).update(status=Run.Status.PENDING, claimed_at=None)
             if updated:
-                enqueue_on_commit(RUN_JOB, run.pk, job_id=f"run-{run.pk}-retry{run.job_tries}")
+                enqueue_on_commit(
+                    RUN_JOB,
+                    run.pk,
+                    job_id=f"run-{run.pk}-retry{run.job_tries}",
+                    on_queue_error=partial(
+                        run_fail,
+                        run_id=run.pk,
+                        message=QUEUE_UNREACHABLE,
+                        code=Run.QUEUE_UNREACHABLE,
+                    ),
+                )
                 requeued += 1
     if requeued or failed:
         logger.warning("recovered stale runs: %s requeued, %s failed", requeued, failed)
     return {"requeued": requeued, "failed": failed}
+
+
+def runs_recover_unqueued() -> dict[str, int]:
+    """Runs that never reached a worker: failed only because the queue was unreachable, or
+    pending so long (QUEUE_LOST_SECONDS) that Redis must have lost their job. Queue them again;
+    if the queue is still unreachable, the run keeps its queue failure for the next pass."""
+    counts = {"resumed": 0, "lost": 0}
+    for run in Run.objects.filter(status=Run.Status.FAILED, error_code=Run.QUEUE_UNREACHABLE):
+        counts["resumed"] += _requeue_run(run, status=Run.Status.FAILED, job=f"run-{run.pk}")
+    lost_before = timezone.now() - timedelta(seconds=settings.QUEUE_LOST_SECONDS)
+    for run in Run.objects.filter(
+        status=Run.Status.PENDING, created_at__lt=lost_before, claimed_at__isnull=True
+    ):
+        job = f"run-{run.pk}-requeue{run.job_tries}"
+        if not job_exists(f"run-{run.pk}") and not job_exists(job):
+            counts["lost"] += _requeue_run(run, status=Run.Status.PENDING, job=job)
+    if any(counts.values()):
+        logger.warning("recovered unqueued runs: %s", counts)
+    return counts
+
+
+def _requeue_run(run: Run, *, status: str, job: str) -> bool:
+    with transaction.atomic():
+        updated = Run.objects.filter(pk=run.pk, status=status).update(
+            status=Run.Status.PENDING, error="", error_code="", finished_at=None
+        )
+        if updated:
+            enqueue_on_commit(
+                RUN_JOB,
+                run.pk,
+                job_id=job,
+                on_queue_error=partial(
+                    run_fail, run_id=run.pk, message=QUEUE_UNREACHABLE, code=Run.QUEUE_UNREACHABLE
+                ),
+            )
+    return (
+        bool(updated)
+        and not Run.objects.filter(pk=run.pk, error_code=Run.QUEUE_UNREACHABLE).exists()
+    )
 
 
 def resume_overdue_runs(*, grace_seconds: float = MISSED_SCHEDULE_SECONDS) -> int:

@@ -19,6 +19,9 @@ def execute_run(run_id: int) -> str:
         services.resume_overdue_runs()
     try:
         run = services.run_execute(run_id=run_id)
+    except services.RunSuperseded:
+        logger.warning("run %s superseded: another worker holds it; outcome dropped", run_id)
+        return "superseded"
     except Exception:
         logger.exception("run %s crashed", run_id)
         services.run_fail(run_id=run_id, message="The run failed unexpectedly; see the log.")

@@ -3,6 +3,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.http import HttpRequest
 
 from review.models import (
@@ -119,3 +121,20 @@ class SecondReviewAdmin(ReadOnlyAdmin):
     )
     list_filter = ("status", "rule", "first_type")
     list_select_related = ("packet", "second_reviewer", "adjudicator")
+
+
+class GuardedUserAdmin(UserAdmin):
+    """Admins (staff, not superusers) manage users, but cannot make anyone a superuser or hand
+    out single permissions: roles are given through the groups."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if getattr(request.user, "is_superuser", False):
+            return fields
+        return (*fields, "is_superuser", "user_permissions")
+
+
+User = get_user_model()
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+admin.site.register(User, GuardedUserAdmin)

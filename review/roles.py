@@ -17,6 +17,20 @@ WEBHOOK_PERMISSIONS = [
     ("integrations", "delete_webhookendpoint"),
     ("integrations", "view_webhookdelivery"),
 ]
+# Admins (with staff status) manage in Django admin what the README says they do: they read the
+# audit log, manage users (never superusers: review.admin keeps that flag out of their reach),
+# revoke API tokens, and lift login lockouts (django-axes).
+ADMIN_SITE_PERMISSIONS = [
+    ("review", "view_auditevent"),
+    ("auth", "view_user"),
+    ("auth", "add_user"),
+    ("auth", "change_user"),
+    ("auth", "view_group"),
+    ("reliability", "view_apitoken"),
+    ("reliability", "change_apitoken"),
+    ("axes", "view_accessattempt"),
+    ("axes", "delete_accessattempt"),
+]
 ROLE_PERMISSIONS: dict[str, list[tuple[str, str]]] = {
     REVIEWERS: [("review", "review_packets"), ("review", "audit_runs"), *DOCUMENT_PERMISSIONS],
     ADMINS: [
@@ -28,6 +42,7 @@ ROLE_PERMISSIONS: dict[str, list[tuple[str, str]]] = {
         ("review", "adjudicate_reviews"),
         *DOCUMENT_PERMISSIONS,
         *WEBHOOK_PERMISSIONS,
+        *ADMIN_SITE_PERMISSIONS,
     ],
 }
 

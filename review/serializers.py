@@ -103,6 +103,20 @@ def page_texts(records: Iterable[GroundTruth]) -> dict[str, list[dict[str, Any]]
     return texts
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A value as a CSV cell that a spreadsheet will not run: text that starts like a formula
+    (= + - @, or a tab or carriage return before one) gets a leading apostrophe (OWASP's advice
+    against CSV injection). Numbers stay numbers; None is empty."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def export_ground_truth(
     records: Iterable[GroundTruth], *, fmt: str, with_text: bool = False
 ) -> bytes:
@@ -132,6 +146,6 @@ def export_ground_truth(
             )
             if with_text:
                 r[TEXT_FIELD] = json.dumps(r[TEXT_FIELD], sort_keys=True, ensure_ascii=False)
-            writer.writerow(["" if r[f] is None else r[f] for f in columns])
+            writer.writerow([csv_cell(r[f]) for f in columns])
         return buffer.getvalue().encode()
     raise ValueError(f"unknown export format {fmt!r}")

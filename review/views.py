@@ -468,9 +468,8 @@ def page_image(request: HtmxHttpRequest, packet_id: int, number: int) -> FileRes
         path = page_image_path(document=document, number=number, dpi=dpi)
     except FileNotFoundError:
         raise Http404("The document's file is missing.") from None
-    response = FileResponse(path.open("rb"), content_type="image/png")
-    response["Cache-Control"] = "private, max-age=3600"
-    return response
+    # Patient data: config.middleware.NoStoreMiddleware keeps browsers from storing it.
+    return FileResponse(path.open("rb"), content_type="image/png")
 
 
 # -- export and metrics (admins) ----------------------------------------------------------------

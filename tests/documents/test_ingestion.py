@@ -118,8 +118,10 @@ def test_an_ingestion_abandoned_by_a_dead_worker_can_be_retried(pathology_pdf, s
     document.refresh_from_db()
     assert not document.can_retry  # still fresh: a worker may be on it
 
+    long_ago = timezone.now() - timedelta(seconds=settings.INGEST_STALE_SECONDS + 1)
+    # Its heartbeat stopped: the lease ran out.
     Document.objects.filter(pk=document.pk).update(
-        ingest_started_at=timezone.now() - timedelta(seconds=settings.INGEST_STALE_SECONDS + 1)
+        ingest_started_at=long_ago, heartbeat_at=long_ago
     )
     document.refresh_from_db()
     assert document.can_retry
@@ -145,6 +147,49 @@ def test_an_unreachable_queue_fails_the_document_visibly_and_keeps_the_file(
     assert document.can_retry
     with document.file.open("rb") as handle:
         assert handle.read() == pathology_pdf
+
+
+def test_a_queue_failure_is_marked_and_read_by_the_recovery_pass_once_the_queue_is_back(
+    pathology_pdf, settings
+):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    document = services.document_create(filename="path.pdf", content=pathology_pdf, user=None)
+    document.refresh_from_db()
+    assert document.error_code == Document.QUEUE_UNREACHABLE
+
+    assert services.documents_recover()["resumed"] == 0  # still unreachable: still marked
+    document.refresh_from_db()
+    assert (document.status, document.error_code) == ("failed", Document.QUEUE_UNREACHABLE)
+
+    settings.REDIS_URL = ""  # the queue is back (inline here)
+    assert services.documents_recover()["resumed"] == 1
+    document.refresh_from_db()
+    assert document.status == Document.Status.READY and document.error_code == ""
+
+
+def test_an_ingestion_that_kills_its_worker_every_time_fails_for_good(pathology_pdf, settings):
+    document = services.document_create(filename="path.pdf", content=pathology_pdf, user=None)
+    long_ago = timezone.now() - timedelta(seconds=settings.INGEST_STALE_SECONDS + 1)
+    Document.objects.filter(pk=document.pk).update(
+        status=Document.Status.INGESTING,
+        ingest_attempts=settings.INGEST_MAX_ATTEMPTS,
+        heartbeat_at=long_ago,
+    )
+    assert services.documents_recover()["failed"] == 1
+    document.refresh_from_db()
+    assert document.status == Document.Status.FAILED and document.error_code == "worker_lost"
+    assert f"{settings.INGEST_MAX_ATTEMPTS} time(s)" in document.error
+
+
+def test_an_ingestion_that_lost_its_claim_drops_its_result(pathology_pdf, settings, redis_url):
+    document = services.document_create(filename="path.pdf", content=pathology_pdf, user=None)
+    assert services.document_claim_for_ingest(document_id=str(document.pk))
+    document.refresh_from_db()
+    # Meanwhile its lease ran out and another job claimed the document (attempt 2).
+    Document.objects.filter(pk=document.pk).update(ingest_attempts=2)
+    with pytest.raises(services.IngestSuperseded):
+        services.document_ingest(document=document)
+    assert Page.objects.filter(document=document).count() == 0
 
 
 def test_a_ready_document_cannot_be_retried(pathology_pdf, reviewer_client):

@@ -59,10 +59,18 @@ def call(url, *, token=None, method="GET", fields=None, file=None):
         return failure.code, json.loads(failure.read())
 
 
+def lab_user(django_user_model, username):
+    """An API client's user: tokens need a role, as the browser does."""
+    from review.roles import REVIEWERS, ensure_roles
+
+    user = django_user_model.objects.create_user(username=username, password="x")
+    user.groups.add(ensure_roles()[REVIEWERS])
+    return user
+
+
 @pytest.fixture
 def token(django_user_model):
-    user = django_user_model.objects.create_user(username="lims", password="x")
-    return api_token_create(user=user, name="lims")[1]
+    return api_token_create(user=lab_user(django_user_model, "lims"), name="lims")[1]
 
 
 def test_without_a_token_the_api_refuses(live_server):
@@ -157,7 +165,9 @@ def test_submit_poll_and_fetch_the_result_with_loop_history(live_server, token):
         method="POST",
         file=("copy.pdf", text_pdf(REPORT)),
     )
-    assert status == 409 and "already uploaded" in again["error"]
+    # The same client sending the same file again gets its document back, not a refusal.
+    assert status == 200 and again["duplicate"] is True and again["id"] == document_id
+    assert again["status"] == "completed"
     assert Document.objects.get(pk=document_id).uploaded_by.username == "lims"
 
 
@@ -168,11 +178,59 @@ def test_a_client_sees_only_its_own_documents(live_server, token, django_user_mo
         method="POST",
         file=("path.pdf", text_pdf(REPORT)),
     )
-    other = api_token_create(
-        user=django_user_model.objects.create_user("other", password="x"), name="other"
-    )[1]
+    other = api_token_create(user=lab_user(django_user_model, "other"), name="other")[1]
     status, refused = call(live_server.url + body["status_url"], token=other)
     assert (status, refused["error"]) == (404, "No such document for this token.")
+
+
+def test_a_duplicate_from_another_client_reveals_nothing_about_the_first_upload(
+    live_server, token, django_user_model
+):
+    status, first = call(
+        f"{live_server.url}/api/v1/documents/",
+        token=token,
+        method="POST",
+        file=("Smith_John_DOB_1960-01-02_pathology.pdf", text_pdf(REPORT)),
+    )
+    assert status == 202
+    other = api_token_create(user=lab_user(django_user_model, "other"), name="other")[1]
+    status, refused = call(
+        f"{live_server.url}/api/v1/documents/",
+        token=other,
+        method="POST",
+        file=("mine.pdf", text_pdf(REPORT)),
+    )
+    assert status == 409 and refused["code"] == "duplicate"
+    text = json.dumps(refused)
+    assert "Smith" not in text and "DOB" not in text and first["id"] not in text
+    assert "another account" in refused["error"]
+    assert Document.objects.count() == 1
+
+
+def test_a_token_whose_user_has_no_role_is_refused_everywhere(
+    live_server, token, django_user_model
+):
+    status, body = call(
+        f"{live_server.url}/api/v1/documents/",
+        token=token,
+        method="POST",
+        file=("path.pdf", text_pdf(REPORT)),
+    )
+    document = Document.objects.get(pk=body["id"])
+    nobody = django_user_model.objects.create_user("nobody", password="x")
+    Document.objects.filter(pk=document.pk).update(uploaded_by=nobody)
+    key = api_token_create(user=nobody, name="no role")[1]
+    status, refused = call(
+        f"{live_server.url}/api/v1/documents/",
+        token=key,
+        method="POST",
+        file=("other.pdf", text_pdf([["A different report."]])),
+    )
+    assert status == 403 and "no role" in refused["error"]
+    for url in (body["status_url"], body["result_url"], "/api/v1/ground-truth/"):
+        status, refused = call(live_server.url + url, token=key)
+        assert status == 403, url
+    assert Document.objects.count() == 1
 
 
 def test_the_openapi_schema_is_served_and_describes_every_path(live_server):

@@ -41,7 +41,11 @@ def post(url, token, body):
 
 @pytest.fixture
 def user(django_user_model):
-    return django_user_model.objects.create_user("lims", password="x")
+    from review.roles import REVIEWERS, ensure_roles
+
+    user = django_user_model.objects.create_user("lims", password="x")
+    user.groups.add(ensure_roles()[REVIEWERS])  # tokens need a role, as the browser does
+    return user
 
 
 @pytest.fixture

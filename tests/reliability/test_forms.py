@@ -115,9 +115,11 @@ def test_a_year_out_of_range_is_refused_in_the_upload_form(reviewer_client):
 
 
 def test_the_api_takes_the_expected_year_and_reports_the_form(live_server, django_user_model):
-    token = api_token_create(
-        user=django_user_model.objects.create_user("lims", password="x"), name="lims"
-    )[1]
+    from review.roles import REVIEWERS, ensure_roles
+
+    user = django_user_model.objects.create_user("lims", password="x")
+    user.groups.add(ensure_roles()[REVIEWERS])  # tokens need a role, as the browser does
+    token = api_token_create(user=user, name="lims")[1]
     rng = random.Random(5)
     pdf = text_pdf(
         [

@@ -251,8 +251,10 @@ def test_the_api_reports_a_waiting_run_and_its_next_try(gemini, pages, django_us
     from django.test import Client
 
     from reliability.services import api_token_create
+    from review.roles import REVIEWERS, ensure_roles
 
     user = django_user_model.objects.create_user("lims")
+    user.groups.add(ensure_roles()[REVIEWERS])  # tokens need a role, as the browser does
     _token, key = api_token_create(user=user, name="lims")
     gemini.fail(429, retry_after=300)
     document = ready_document(*pages, sha="a", uploaded_by=user)

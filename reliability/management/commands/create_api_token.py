@@ -22,3 +22,8 @@ class Command(BaseCommand):
         token, key = api_token_create(user=user, name=options["name"])
         self.stdout.write(f"Token {token.name} ({token.prefix}…) for {user.username}:")
         self.stdout.write(key)
+        if not user.has_perm("documents.view_document"):
+            self.stderr.write(
+                f"{user.username} has no role: the token is refused (403) until the user is "
+                "added to Reviewers or Admins."
+            )
