@@ -69,6 +69,7 @@ class SandboxReport:
     seconds: float
     peak_rss_kb: int  # the child's peak resident memory (with its reaped children)
     address_limit_kb: int  # the RLIMIT_AS the child ran under
+    parent_peak_rss_kb: int  # the peak resident memory of the calling web or RQ worker
 
 
 class SandboxFailed(Exception):
@@ -91,10 +92,11 @@ REASON_TEXT = {
 }
 
 
-def _vm_size_kb() -> int:
+def _status_kb(field: str) -> int:
+    """A memory figure of this process from /proc/self/status (VmSize, VmHWM, VmRSS), in KB."""
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("VmSize:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
 
@@ -211,7 +213,7 @@ def run_sandboxed(
     and restarts the idle clock."""
     started = time.monotonic()
     temp_dir = tempfile.mkdtemp(prefix="vetted-sandbox-")
-    address_limit = _vm_size_kb() * 1024 + limits.memory_mb * 1024 * 1024
+    address_limit = _status_kb("VmSize") * 1024 + limits.memory_mb * 1024 * 1024
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child leaves through os._exit
@@ -289,15 +291,18 @@ def run_sandboxed(
         seconds=round(seconds, 3),
         peak_rss_kb=peak_kb,
         address_limit_kb=address_limit // 1024,
+        parent_peak_rss_kb=_status_kb("VmHWM"),
     )
     REPORTS.append(report)
     logger.info(
-        "sandbox task=%s outcome=%s seconds=%.2f peak_rss_mb=%.0f limit_mb=%.0f",
+        "sandbox task=%s outcome=%s seconds=%.2f peak_rss_mb=%.0f limit_mb=%.0f "
+        "parent_peak_rss_mb=%.0f",
         task,
         outcome,
         seconds,
         peak_kb / 1024,
         address_limit / (1024 * 1024),
+        report.parent_peak_rss_kb / 1024,
     )
     if reason is not None:
         raise SandboxFailed(reason, REASON_TEXT.get(reason, reason), report)

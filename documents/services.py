@@ -6,7 +6,6 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +136,10 @@ def pages_extract(
         if on_page is not None:
             on_page(*value)
 
+    if ocr is None and name.lower().endswith(".pdf"):
+        # Built here: pytesseract (and what it imports) loads before the child's limits apply.
+        ocr = make_tesseract_engine(language=settings.OCR_LANGUAGE)
+
     try:
         pages: list[PageContent] = run_sandboxed(
             extract_checked,
@@ -151,7 +154,6 @@ def pages_extract(
             ),
             on_progress=progress,
             ocr=ocr,
-            ocr_factory=partial(make_tesseract_engine, language=settings.OCR_LANGUAGE),
             min_text_chars=settings.OCR_MIN_TEXT_CHARS,
             dpi=settings.OCR_DPI,
             max_points=settings.PAGE_MAX_POINTS,

@@ -15,6 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+# Imported here, in the parent, on purpose: a library first imported in the child would be
+# mapped under the child's address-space limit and could fail to load.
+import pypdfium2 as pdfium
+
+from documents.images import render_page_png
+from documents.pages import UnreadableDocument, extract_file
+
 POINTS_PER_INCH = 72
 _PDFIUM_NO_ERROR, _PDFIUM_PASSWORD = 0, 4  # FPDF_ERR_SUCCESS, FPDF_ERR_PASSWORD
 
@@ -36,8 +43,6 @@ def capped_dpi(width: float, height: float, *, dpi: int, max_pixels: int) -> int
 
 
 def _open(data: bytes) -> Any:
-    import pypdfium2 as pdfium
-
     return pdfium.PdfDocument(data)
 
 
@@ -57,8 +62,6 @@ def _oversized(
 def pdf_facts(data: bytes, *, max_pages: int, max_points: float) -> PdfFacts:
     """Page count, encryption and the first oversized page (sizes are read only when the
     count is within ``max_pages``)."""
-    import pypdfium2 as pdfium
-
     try:
         pdf = _open(data)
     except pdfium.PdfiumError as exc:
@@ -88,7 +91,6 @@ def extract_checked(
     data: bytes,
     *,
     ocr: Any | None,
-    ocr_factory: Callable[[], Any] | None,
     min_text_chars: int,
     dpi: int,
     max_points: float,
@@ -96,10 +98,8 @@ def extract_checked(
     report: Callable[[Any], None] | None = None,
 ) -> list[Any]:
     """documents.pages.extract_file, after a look at the page geometry. OCR renders at
-    ``dpi`` lowered to fit the largest page in ``max_pixels``. ``ocr_factory`` builds the OCR
-    engine here, in the child (tesseract then runs under the child's limits)."""
-    from documents.pages import UnreadableDocument, extract_file
-
+    ``dpi`` lowered to fit the largest page in ``max_pixels``; tesseract, started from the
+    child, runs under the child's limits."""
     is_pdf = name.lower().endswith(".pdf")
     if is_pdf:
         try:
@@ -119,23 +119,42 @@ def extract_checked(
             )
         for width, height in sizes:
             dpi = capped_dpi(width, height, dpi=dpi, max_pixels=max_pixels)
-        if ocr is None and ocr_factory is not None:
-            ocr = ocr_factory()
 
     def on_page(done: int, total: int) -> None:
         if report is not None:
             report((done, total))
 
-    return extract_file(
-        name, data, ocr=ocr, min_text_chars=min_text_chars, dpi=dpi, on_page=on_page
-    )
+    try:
+        return extract_file(
+            name, data, ocr=ocr, min_text_chars=min_text_chars, dpi=dpi, on_page=on_page
+        )
+    except UnreadableDocument as exc:
+        # The reader calls any failure on a page "damaged"; running out of the memory limit
+        # is reported as such by the sandbox instead.
+        if _out_of_memory(exc):
+            raise MemoryError from None
+        raise
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """Whether a failure was an allocation refused under the memory limit: a MemoryError, or
+    zlib's "Unable to allocate output buffer", however deep the parsers wrapped it."""
+    seen: list[BaseException] = []
+    pending: list[Any] = [exc]
+    while pending:
+        current = pending.pop()
+        if not isinstance(current, BaseException) or any(current is s for s in seen):
+            continue
+        seen.append(current)
+        if isinstance(current, MemoryError) or "unable to allocate" in str(current).lower():
+            return True
+        pending += [current.__cause__, current.__context__, *current.args]
+    return False
 
 
 def render_checked(data: bytes, number: int, *, dpi: int, max_pixels: int) -> bytes:
     """Page ``number`` as PNG (documents.images.render_page_png) at ``dpi`` lowered to fit
     ``max_pixels``."""
-    from documents.images import render_page_png
-
     pdf = _open(data)
     try:
         width, height = pdf.get_page_size(number - 1)
