@@ -276,3 +276,39 @@ def test_the_upload_page_shows_the_refusal_of_a_hostile_file(reviewer_client, ti
     )
     assert response.status_code == 400
     assert "page 1 is 200 x 200 inches" in response.content.decode()
+
+
+# -- the benchmark -------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_hostile_submits_the_set_and_prints_outcome_time_and_memory(
+    live_server, tight, django_user_model, roles, tmp_path
+):
+    import json
+    import os
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    user = make_user(django_user_model, roles, "bench", "Reviewers")
+    key = api_token_create(user=user, name="bench")[1]
+    out = StringIO()
+    call_command(
+        "bench_hostile",
+        url=live_server.url,
+        token=key,
+        watch_pid=[os.getpid()],
+        scale=0.01,  # 1,000 pages instead of 100,000
+        only=["huge_mediabox.pdf", "100k_pages.pdf"],
+        json_path=str(tmp_path / "hostile.json"),
+        stdout=out,
+    )
+    rows = json.loads((tmp_path / "hostile.json").read_text())
+    assert [(r["file"], r["outcome"]) for r in rows] == [
+        ("huge_mediabox.pdf", "refused 400"),
+        ("100k_pages.pdf", "refused 400"),
+    ]
+    assert "has 1000 pages; the limit is 300" in rows[1]["message"]
+    assert all(r["host_peak_rss_mb"] > 20 and r["healthz_failures"] == 0 for r in rows)
+    assert "huge_mediabox.pdf" in out.getvalue() and "healthz s" in out.getvalue()
