@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import faulthandler
 import logging
 import os
 import pickle
@@ -101,9 +102,13 @@ def _status_kb(field: str) -> int:
     return 0
 
 
+PARSER_LOGGERS = ("pdfminer", "pdfplumber", "PIL", "pytesseract", "pypdfium2")
+
+
 class _CappedLog(logging.Filter):
-    """Let the first ``limit`` records through, then one notice, then nothing (pdfminer can
-    warn once per character: 49,000 lines for one hostile page)."""
+    """Let the first ``limit`` parser records through, then one notice, then nothing (pdfminer
+    can warn once per character: 49,000 lines for one hostile page). Set on the handlers, so
+    it also sees the records of child loggers (pdfminer.psparser, ...)."""
 
     def __init__(self, limit: int) -> None:
         super().__init__()
@@ -111,19 +116,32 @@ class _CappedLog(logging.Filter):
         self.seen = 0
 
     def filter(self, record: logging.LogRecord) -> bool:
-        self.seen += 1
-        if self.seen == self.limit + 1:
-            record.msg, record.args = "further messages from this parse are suppressed", ()
+        if not record.name.startswith(PARSER_LOGGERS):
             return True
-        return self.seen <= self.limit
+        decided = getattr(record, "_vetted_capped", None)  # one record, several handlers
+        if decided is None:
+            self.seen += 1
+            decided = self.seen <= self.limit + 1
+            if self.seen == self.limit + 1:
+                record.msg, record.args = "further parser messages of this file are suppressed", ()
+            record._vetted_capped = decided
+        return bool(decided)
 
 
 def cap_parser_logs(*, limit: int = 20) -> None:
-    """Parser loggers keep only errors, and at most ``limit`` records (used in the child)."""
-    for name in ("pdfminer", "pdfplumber", "PIL", "pytesseract"):
-        parser_logger = logging.getLogger(name)
-        parser_logger.setLevel(logging.ERROR)
-        parser_logger.addFilter(_CappedLog(limit))
+    """In the child: parser loggers keep only errors, and all handlers pass at most ``limit``
+    parser records."""
+    for name in PARSER_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    capped = _CappedLog(limit)
+    handlers = {
+        h
+        for log in logging.Logger.manager.loggerDict.values()
+        if isinstance(log, logging.Logger)
+        for h in log.handlers
+    }
+    for handler in handlers | set(logging.getLogger().handlers):
+        handler.addFilter(capped)
 
 
 _PARKED: list[Any] = []
@@ -161,6 +179,8 @@ def _child(
     code = 0
     try:
         os.setpgid(0, 0)
+        # A C library aborting under the limits is expected here: no interpreter dump in the log.
+        faulthandler.disable()
         with contextlib.suppress(OSError), open("/proc/self/comm", "wb") as comm:
             comm.write(CHILD_NAME)
         _park_inherited_connections()

@@ -161,14 +161,13 @@ def test_a_hundred_thousand_pages_are_refused_at_upload_quickly(tight):
 
 
 @pytest.mark.django_db
-def test_half_a_million_characters_on_a_page_fail_only_that_document(tight, caplog):
+def test_half_a_million_characters_on_a_page_fail_only_that_document(tight):
     document = create("dense.pdf", hostile.many_characters(count=500_000))
     assert isinstance(document, Document)
     document.refresh_from_db()
     assert document.status == Document.Status.FAILED
     assert SAFELY in document.error
     assert assert_within_limits("ingest").outcome in {"timeout", "memory"}
-    assert sum("pdfminer" in r.name for r in caplog.records) <= 21
 
 
 # -- the site stays up ---------------------------------------------------------------------

@@ -124,3 +124,32 @@ def test_the_parents_database_connection_survives_the_child(django_user_model):
     assert django_user_model.objects.filter(username="before").exists()
     django_user_model.objects.create(username="after")
     assert django_user_model.objects.count() == 2
+
+
+def flood_parser_log() -> list[str]:
+    import logging
+
+    kept: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            kept.append(record.getMessage())
+
+    keep = Keep()
+    logging.getLogger().addHandler(keep)
+    from documents.sandbox import cap_parser_logs
+
+    cap_parser_logs(limit=20)  # as the child does on start; this handler came later
+    for number in range(1000):
+        logging.getLogger("pdfminer.psparser").error("bad token %d", number)
+        logging.getLogger("pdfminer.pdfpage").warning("missing glyph %d", number)
+    logging.getLogger("documents.x").error("not a parser")
+    return kept
+
+
+def test_a_parser_flooding_the_log_is_cut_to_a_few_lines():
+    kept = run_sandboxed(flood_parser_log, task="t", limits=FAST)
+    assert len(kept) == 22
+    assert kept[:2] == ["bad token 0", "bad token 1"]
+    assert kept[20] == "further parser messages of this file are suppressed"
+    assert kept[-1] == "not a parser"
