@@ -207,13 +207,35 @@ if not 0.0 <= OCR_MIN_CONFIDENCE <= 1.0:
 # (Its job renews a heartbeat every third of this while it works, so only a dead one goes stale.)
 INGEST_STALE_SECONDS = env_int("INGEST_STALE_SECONDS", 15 * 60, minimum=3)
 
+# Sandbox limits: every parse of an uploaded file (the upload check, ingestion with OCR, page
+# images) runs in a child process (documents.sandbox). MEMORY_MB is the address space a parse
+# may add to the process it is forked from; SECONDS is both its CPU time and its wall clock.
+SANDBOX_CHECK_MEMORY_MB = env_int("SANDBOX_CHECK_MEMORY_MB", 256, minimum=16)
+SANDBOX_CHECK_SECONDS = env_int("SANDBOX_CHECK_SECONDS", 10, minimum=1)
+SANDBOX_INGEST_MEMORY_MB = env_int("SANDBOX_INGEST_MEMORY_MB", 1024, minimum=64)
+# Below the job timeout, so the sandbox (not RQ) stops a slow file and says why.
+SANDBOX_INGEST_SECONDS = env_int(
+    "SANDBOX_INGEST_SECONDS", max(10, JOB_TIMEOUT_SECONDS - 60), minimum=5
+)
+# An ingestion that reads no page for this long is stopped (a parser loop on one page).
+SANDBOX_PAGE_SECONDS = env_int("SANDBOX_PAGE_SECONDS", 60, minimum=5)
+SANDBOX_RENDER_MEMORY_MB = env_int("SANDBOX_RENDER_MEMORY_MB", 512, minimum=32)
+SANDBOX_RENDER_SECONDS = env_int("SANDBOX_RENDER_SECONDS", 20, minimum=1)
+# Pages larger than this on a side are refused (3,600 pt = 50 inches; A0 is 47).
+PAGE_MAX_POINTS = env_int("PAGE_MAX_POINTS", 3600, minimum=72)
+# Page images (review pages and OCR) are rendered at a lower resolution past this many pixels.
+PAGE_IMAGE_MAX_PIXELS = env_int("PAGE_IMAGE_MAX_PIXELS", 40_000_000, minimum=100_000)
+# Uploads and page images are readable by the server's user only.
+FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"pdfminer": {"level": "WARNING"}},
+    "loggers": {"pdfminer": {"level": "ERROR"}},  # one warning per glyph otherwise
 }
 
 # Tesseract uses OpenMP; one thread per page keeps N workers from oversubscribing the cores.

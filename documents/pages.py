@@ -306,7 +306,13 @@ def extract_pdf(
 
 
 def decode_text(data: bytes) -> str | None:
-    """Decode a plain-text upload; None when it is not text (binary, unknown encoding)."""
+    """Decode a plain-text upload; None when it is not text (binary, unknown encoding).
+    UTF-16 needs its byte order mark; UTF-8 may have one."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            data = data.decode("utf-16").encode("utf-8")
+        except UnicodeDecodeError:
+            return None
     if b"\x00" in data:
         return None
     for encoding in ("utf-8-sig", "cp1252"):

@@ -18,11 +18,12 @@ from django.utils import timezone
 
 from config.heartbeat import Heartbeat
 from config.jobs import enqueue_on_commit, job_exists
-from documents.images import render_page_png
 from documents.models import Document, Page
 from documents.ocr import make_tesseract_engine
-from documents.pages import OCR, PageContent, extract_file
-from documents.validation import UploadRefused, inspect_upload
+from documents.pages import OCR, PageContent, UnreadableDocument
+from documents.sandbox import Limits, SandboxFailed, run_sandboxed
+from documents.untrusted import extract_checked, render_checked
+from documents.validation import CheckLimits, UploadRefused, inspect_upload
 from integrations.models import Event
 from integrations.services import event_emit
 
@@ -57,6 +58,11 @@ def document_create(
         data=content,
         max_bytes=settings.UPLOAD_MAX_BYTES,
         max_pages=settings.UPLOAD_MAX_PAGES,
+        limits=CheckLimits(
+            memory_mb=settings.SANDBOX_CHECK_MEMORY_MB,
+            seconds=settings.SANDBOX_CHECK_SECONDS,
+            max_page_points=settings.PAGE_MAX_POINTS,
+        ),
     )
     existing = Document.objects.filter(sha256=info.sha256).first()
     if existing is not None:
@@ -128,6 +134,13 @@ def _low_ocr_message(confidence: float) -> str:
     )
 
 
+def _unsafe_message(failed: SandboxFailed) -> str:
+    return (
+        f"The file could not be read safely: {failed.message}. Nothing else was affected. "
+        "Print it to a new PDF (or split it) and upload that."
+    )
+
+
 def pages_extract(
     *,
     name: str,
@@ -135,17 +148,42 @@ def pages_extract(
     ocr: Any | None = None,
     on_page: Callable[[int, int], None] | None = None,
 ) -> list[PageContent]:
-    """A file's pages with this deployment's OCR settings (tesseract unless ``ocr`` is given)."""
+    """A file's pages with this deployment's OCR settings (tesseract unless ``ocr`` is given),
+    read in the sandbox (documents.sandbox) under the SANDBOX_INGEST_* limits.
+
+    Raises UnreadableDocument with a user-facing message, also when a limit stopped the read.
+    """
+
+    def progress(value: Any) -> None:
+        if on_page is not None:
+            on_page(*value)
+
     if ocr is None and name.lower().endswith(".pdf"):
+        # Built here: pytesseract (and what it imports) loads before the child's limits apply.
         ocr = make_tesseract_engine(language=settings.OCR_LANGUAGE)
-    return extract_file(
-        name,
-        data,
-        ocr=ocr,
-        min_text_chars=settings.OCR_MIN_TEXT_CHARS,
-        dpi=settings.OCR_DPI,
-        on_page=on_page,
-    )
+
+    try:
+        pages: list[PageContent] = run_sandboxed(
+            extract_checked,
+            name,
+            data,
+            task="ingest",
+            limits=Limits(
+                memory_mb=settings.SANDBOX_INGEST_MEMORY_MB,
+                cpu_seconds=settings.SANDBOX_INGEST_SECONDS,
+                wall_seconds=settings.SANDBOX_INGEST_SECONDS,
+                idle_seconds=settings.SANDBOX_PAGE_SECONDS,
+            ),
+            on_progress=progress,
+            ocr=ocr,
+            min_text_chars=settings.OCR_MIN_TEXT_CHARS,
+            dpi=settings.OCR_DPI,
+            max_points=settings.PAGE_MAX_POINTS,
+            max_pixels=settings.PAGE_IMAGE_MAX_PIXELS,
+        )
+    except SandboxFailed as failed:
+        raise UnreadableDocument(_unsafe_message(failed)) from None
+    return pages
 
 
 def _record_progress(document_id: Any) -> Callable[[int, int], None]:
@@ -374,18 +412,33 @@ def document_retry(*, document: Document) -> bool:
 
 
 def page_image_path(*, document: Document, number: int, dpi: int) -> Path:
-    """The cached PNG of one PDF page at ``dpi``, rendered on first use under
-    MEDIA_ROOT/page-images/<document>/."""
+    """The cached PNG of one PDF page at ``dpi`` (lowered to fit PAGE_IMAGE_MAX_PIXELS),
+    rendered in the sandbox on first use under MEDIA_ROOT/page-images/<document>/.
+
+    Raises SandboxFailed when the page cannot be rendered within the limits."""
     cache = Path(settings.MEDIA_ROOT) / "page-images" / str(document.pk)
     path = cache / f"{number}-{dpi}.png"
     if not path.exists():
         with document.file.open("rb") as handle:
             data = handle.read()
-        png = render_page_png(data, number, dpi=dpi)
-        cache.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.part")
-        partial.write_bytes(png)
-        partial.replace(path)  # atomic: a concurrent request never reads half an image
+        png: bytes = run_sandboxed(
+            render_checked,
+            data,
+            number,
+            task="render",
+            limits=Limits(
+                memory_mb=settings.SANDBOX_RENDER_MEMORY_MB,
+                cpu_seconds=settings.SANDBOX_RENDER_SECONDS,
+                wall_seconds=settings.SANDBOX_RENDER_SECONDS,
+            ),
+            dpi=dpi,
+            max_pixels=settings.PAGE_IMAGE_MAX_PIXELS,
+        )
+        cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+        part = path.with_suffix(f".{os.getpid()}.part")
+        with os.fdopen(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
+            out.write(png)
+        part.replace(path)  # atomic: a concurrent request never reads half an image
     return path
 
 

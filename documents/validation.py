@@ -7,15 +7,13 @@ and the tests.
 from __future__ import annotations
 
 import hashlib
-import io
 from dataclasses import dataclass
 from pathlib import PurePath
 
-import pdfplumber
-from pdfminer.pdfdocument import PDFPasswordIncorrect
-
 from config.errors import Refused
 from documents.pages import decode_text, extract_text_file
+from documents.sandbox import Limits, SandboxFailed, run_sandboxed
+from documents.untrusted import PdfFacts, oversized_message, pdf_facts
 
 MIME_PDF = "application/pdf"
 MIME_TEXT = "text/plain"
@@ -52,8 +50,23 @@ def check_size(*, name: str, size: int, max_bytes: int) -> None:
         )
 
 
-def _pdf_page_count(name: str, data: bytes) -> int:
-    if not data.lstrip()[:5] == b"%PDF-":
+@dataclass(frozen=True)
+class CheckLimits:
+    """What the upload check allows the sandboxed PDF reader (documents.sandbox)."""
+
+    memory_mb: int = 256
+    seconds: int = 10
+    max_page_points: float = 3600
+
+
+def looks_like_pdf(data: bytes) -> bool:
+    """Content sniffing: a PDF starts with ``%PDF-`` (after optional whitespace), whatever
+    its name says."""
+    return data.lstrip()[:5] == b"%PDF-"
+
+
+def _pdf_page_count(name: str, data: bytes, *, max_pages: int, limits: CheckLimits) -> int:
+    if not looks_like_pdf(data):
         raise UploadRefused(
             code="not_pdf",
             message=f"“{name}” has a .pdf name but is not a PDF file. Upload the original PDF.",
@@ -65,37 +78,68 @@ def _pdf_page_count(name: str, data: bytes) -> int:
             "cut off. Upload the complete file.",
         )
     try:
-        with pdfplumber.open(io.BytesIO(data)) as pdf:
-            return len(pdf.pages)
-    except Exception as exc:
-        cause = exc.args[0] if exc.args else None
-        if isinstance(cause, PDFPasswordIncorrect) or isinstance(exc, PDFPasswordIncorrect):
-            raise UploadRefused(
-                code="encrypted",
-                message=f"“{name}” is password-protected. Save an unprotected copy and upload "
-                "that.",
-            ) from None
+        facts: PdfFacts = run_sandboxed(
+            pdf_facts,
+            data,
+            task="upload_check",
+            limits=Limits(
+                memory_mb=limits.memory_mb,
+                cpu_seconds=limits.seconds,
+                wall_seconds=limits.seconds,
+            ),
+            max_pages=max_pages,
+            max_points=limits.max_page_points,
+        )
+    except SandboxFailed as failed:
+        raise UploadRefused(
+            code="unsafe",
+            message=f"“{name}” was refused: {failed.message}. Print it to a new PDF, or split "
+            "it, and upload that.",
+        ) from None
+    if facts.encrypted:
+        raise UploadRefused(
+            code="encrypted",
+            message=f"“{name}” is password-protected. Save an unprotected copy and upload that.",
+        )
+    if facts.damaged:
         raise UploadRefused(
             code="corrupt",
             message=f"“{name}” is damaged and cannot be read as a PDF. Upload the original "
             "file again.",
-        ) from None
+        )
+    if facts.oversized is not None:
+        raise UploadRefused(
+            code="page_too_large",
+            message=f"“{name}” was refused: "
+            f"{oversized_message(facts.oversized, limits.max_page_points)}.",
+        )
+    return facts.page_count
 
 
-def inspect_upload(*, name: str, data: bytes, max_bytes: int, max_pages: int) -> UploadInfo:
+def inspect_upload(
+    *,
+    name: str,
+    data: bytes,
+    max_bytes: int,
+    max_pages: int,
+    limits: CheckLimits | None = None,
+) -> UploadInfo:
+    """The cheap checks of one upload. A file that is a PDF is checked as one whatever its
+    name (a PDF named .txt is never decoded as text); the PDF is opened only in the sandbox."""
     check_size(name=name, size=len(data), max_bytes=max_bytes)
+    limits = limits or CheckLimits()
     suffix = PurePath(name).suffix.lower()
-    if suffix == ".pdf":
+    if suffix == ".pdf" or (suffix == ".txt" and looks_like_pdf(data)):
         mime_type = MIME_PDF
-        page_count = _pdf_page_count(name, data)
+        page_count = _pdf_page_count(name, data, max_pages=max_pages, limits=limits)
     elif suffix == ".txt":
         mime_type = MIME_TEXT
         text = decode_text(data)
         if text is None:
             raise UploadRefused(
                 code="not_text",
-                message=f"“{name}” is not a readable text file. Upload a .txt file saved as UTF-8, "
-                "or the original PDF.",
+                message=f"“{name}” is not a readable text file. Upload a .txt file saved as "
+                "UTF-8 or UTF-16, or the original PDF.",
             )
         if not text.strip():
             raise UploadRefused(code="no_text", message=f"“{name}” contains no text.")

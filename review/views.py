@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -19,6 +20,7 @@ from django.views.decorators.http import require_POST
 
 from config.http import HtmxHttpRequest, require_permission
 from documents.models import Document
+from documents.sandbox import SandboxFailed
 from documents.services import page_image_path
 from engine.schemas import DISPLAY_NAMES, ClassificationOutput, Severity
 from reliability.selectors import loop_monitoring
@@ -452,7 +454,7 @@ def packet_reopen(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
 
 
 @login_required
-def page_image(request: HtmxHttpRequest, packet_id: int, number: int) -> FileResponse:
+def page_image(request: HtmxHttpRequest, packet_id: int, number: int) -> HttpResponseBase:
     """The PDF page as PNG (``?size=thumb`` for the page strip); cached. Evidence is drawn
     over it by the page, from the page's word boxes."""
     packet = _get_packet_for_reviewer(request, packet_id)
@@ -468,6 +470,12 @@ def page_image(request: HtmxHttpRequest, packet_id: int, number: int) -> FileRes
         path = page_image_path(document=document, number=number, dpi=dpi)
     except FileNotFoundError:
         raise Http404("The document's file is missing.") from None
+    except SandboxFailed as failed:
+        return HttpResponse(
+            f"This page cannot be shown as an image: {failed.message}.",
+            status=422,
+            content_type="text/plain; charset=utf-8",
+        )
     # Patient data: config.middleware.NoStoreMiddleware keeps browsers from storing it.
     return FileResponse(path.open("rb"), content_type="image/png")
 

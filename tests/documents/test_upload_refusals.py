@@ -95,7 +95,7 @@ def test_a_binary_file_with_a_txt_name_is_refused(reviewer_client, media_root):
     response = upload(reviewer_client, ("note.txt", bytes(range(256)) * 4))
     assert_refused(
         response,
-        "“note.txt” is not a readable text file. Upload a .txt file saved as UTF-8, "
+        "“note.txt” is not a readable text file. Upload a .txt file saved as UTF-8 or UTF-16, "
         "or the original PDF.",
         media_root,
     )

@@ -426,6 +426,22 @@ def test_the_page_image_is_rendered_with_highlights_and_cached(reviewer, tmp_pat
     assert client.get(reverse("review:page_image", args=[packet.pk, 9])).status_code == 404
 
 
+def test_a_page_that_cannot_be_rendered_within_the_limits_answers_422(reviewer, settings):
+    from django.core.files.base import ContentFile
+
+    from benchmarks.hostile import content_stream_bomb
+
+    settings.SANDBOX_RENDER_MEMORY_MB = 64
+    settings.SANDBOX_RENDER_SECONDS = 3
+    packet = make_packet()
+    packet.document.file.save("doc.pdf", ContentFile(content_stream_bomb(expanded_bytes=256 << 20)))
+    response = login(reviewer).get(reverse("review:page_image", args=[packet.pk, 1]))
+    assert response.status_code == 422
+    assert response.content.decode().startswith("This page cannot be shown as an image: ")
+    # Nothing half-rendered is cached: the next request tries again.
+    assert not list((settings.MEDIA_ROOT / "page-images").rglob("*.png"))
+
+
 def test_admins_export_ground_truth_byte_identically_with_provenance(admin_user, reviewer):
     import json
 

@@ -1,0 +1,165 @@
+"""What runs inside the sandbox (documents.sandbox) on an uploaded file. Pure (no Django).
+
+Three entry points, one per place a file is parsed: ``pdf_facts`` (the upload check: page
+count, encryption and page sizes, read by PDFium, which does not walk the page tree object by
+object the way pdfminer does), ``extract_checked`` (ingestion, OCR included) and
+``render_checked`` (a page image). The last two look at the page geometry first: pages larger
+than the limit are refused, and the resolution is lowered so that no page image has more than
+``max_pixels`` pixels.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+# Imported here, in the parent, on purpose: a library first imported in the child would be
+# mapped under the child's address-space limit and could fail to load.
+import pypdfium2 as pdfium
+
+from documents.images import render_page_png
+from documents.pages import UnreadableDocument, extract_file
+
+POINTS_PER_INCH = 72
+_PDFIUM_NO_ERROR, _PDFIUM_PASSWORD = 0, 4  # FPDF_ERR_SUCCESS, FPDF_ERR_PASSWORD
+
+
+@dataclass(frozen=True)
+class PdfFacts:
+    page_count: int
+    encrypted: bool = False
+    damaged: bool = False
+    # (page number, width, height) of the first page larger than the limit, if any.
+    oversized: tuple[int, float, float] | None = None
+
+
+def capped_dpi(width: float, height: float, *, dpi: int, max_pixels: int) -> int:
+    """``dpi``, lowered so that a ``width`` x ``height`` point page renders to at most
+    ``max_pixels`` pixels."""
+    area = max(width, 1.0) * max(height, 1.0) / (POINTS_PER_INCH * POINTS_PER_INCH)
+    return max(1, min(dpi, math.floor(math.sqrt(max_pixels / area))))
+
+
+def _open(data: bytes) -> Any:
+    return pdfium.PdfDocument(data)
+
+
+def _sizes(pdf: Any) -> list[tuple[float, float]]:
+    return [tuple(pdf.get_page_size(index)) for index in range(len(pdf))]
+
+
+def _oversized(
+    sizes: list[tuple[float, float]], max_points: float
+) -> tuple[int, float, float] | None:
+    for number, (width, height) in enumerate(sizes, start=1):
+        if width > max_points or height > max_points:
+            return (number, width, height)
+    return None
+
+
+def pdf_facts(data: bytes, *, max_pages: int, max_points: float) -> PdfFacts:
+    """Page count, encryption and the first oversized page (sizes are read only when the
+    count is within ``max_pages``)."""
+    try:
+        pdf = _open(data)
+    except pdfium.PdfiumError as exc:
+        code = getattr(exc, "err_code", None)
+        if code == _PDFIUM_NO_ERROR:  # PDFium will not load a file without pages
+            return PdfFacts(page_count=0)
+        encrypted = code == _PDFIUM_PASSWORD
+        return PdfFacts(page_count=0, encrypted=encrypted, damaged=not encrypted)
+    try:
+        count = len(pdf)
+        oversized = _oversized(_sizes(pdf), max_points) if count <= max_pages else None
+        return PdfFacts(page_count=count, oversized=oversized)
+    finally:
+        pdf.close()
+
+
+def oversized_message(oversized: tuple[int, float, float], max_points: float) -> str:
+    number, width, height = oversized
+    return (
+        f"page {number} is {width / POINTS_PER_INCH:.0f} x {height / POINTS_PER_INCH:.0f} "
+        f"inches; pages up to {max_points / POINTS_PER_INCH:.0f} inches on a side are accepted"
+    )
+
+
+def extract_checked(
+    name: str,
+    data: bytes,
+    *,
+    ocr: Any | None,
+    min_text_chars: int,
+    dpi: int,
+    max_points: float,
+    max_pixels: int,
+    report: Callable[[Any], None] | None = None,
+) -> list[Any]:
+    """documents.pages.extract_file, after a look at the page geometry. OCR renders at
+    ``dpi`` lowered to fit the largest page in ``max_pixels``; tesseract, started from the
+    child, runs under the child's limits."""
+    is_pdf = name.lower().endswith(".pdf")
+    if is_pdf:
+        try:
+            pdf = _open(data)
+        except Exception as exc:
+            raise UnreadableDocument(
+                "The PDF could not be opened: it is damaged or protected."
+            ) from exc
+        try:
+            sizes = _sizes(pdf)
+        finally:
+            pdf.close()
+        oversized = _oversized(sizes, max_points)
+        if oversized is not None:
+            raise UnreadableDocument(
+                f"The PDF cannot be read: {oversized_message(oversized, max_points)}."
+            )
+        for width, height in sizes:
+            dpi = capped_dpi(width, height, dpi=dpi, max_pixels=max_pixels)
+
+    def on_page(done: int, total: int) -> None:
+        if report is not None:
+            report((done, total))
+
+    try:
+        return extract_file(
+            name, data, ocr=ocr, min_text_chars=min_text_chars, dpi=dpi, on_page=on_page
+        )
+    except UnreadableDocument as exc:
+        # The reader calls any failure on a page "damaged"; running out of the memory limit
+        # is reported as such by the sandbox instead.
+        if _out_of_memory(exc):
+            raise MemoryError from None
+        raise
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """Whether a failure was an allocation refused under the memory limit: a MemoryError, or
+    zlib's "Unable to allocate output buffer", however deep the parsers wrapped it."""
+    seen: list[BaseException] = []
+    pending: list[Any] = [exc]
+    while pending:
+        current = pending.pop()
+        if not isinstance(current, BaseException) or any(current is s for s in seen):
+            continue
+        seen.append(current)
+        if isinstance(current, MemoryError) or "unable to allocate" in str(current).lower():
+            return True
+        pending += [current.__cause__, current.__context__, *current.args]
+    return False
+
+
+def render_checked(data: bytes, number: int, *, dpi: int, max_pixels: int) -> bytes:
+    """Page ``number`` as PNG (documents.images.render_page_png) at ``dpi`` lowered to fit
+    ``max_pixels``."""
+    pdf = _open(data)
+    try:
+        width, height = pdf.get_page_size(number - 1)
+    finally:
+        pdf.close()
+    return render_page_png(
+        data, number, dpi=capped_dpi(width, height, dpi=dpi, max_pixels=max_pixels)
+    )
