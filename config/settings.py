@@ -298,3 +298,10 @@ EXTRACTION_PRESETS: dict[str, dict[str, float | int]] = {
     "batch": {},
     "clinical": {"quality_threshold": 0.95},
 }
+
+# Issue 13, PDF ingestion speed: which reader gets a PDF page's text layer. "pdfplumber" (the
+# reference, pdfminer) or "pdfium" (pypdfium2, many times faster; `manage.py compare_ingestion`
+# measures how often it gives the same paragraphs before anyone switches it on).
+PDF_TEXT_READER = env_str("PDF_TEXT_READER", "pdfplumber")
+if PDF_TEXT_READER not in ("pdfplumber", "pdfium"):
+    raise ImproperlyConfigured("PDF_TEXT_READER must be 'pdfplumber' or 'pdfium'.")

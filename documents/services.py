@@ -123,6 +123,7 @@ def pages_extract(
         min_text_chars=settings.OCR_MIN_TEXT_CHARS,
         dpi=settings.OCR_DPI,
         on_page=on_page,
+        reader=settings.PDF_TEXT_READER,
     )
 
 
