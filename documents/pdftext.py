@@ -301,6 +301,12 @@ def _with_dropped_duplicates(page: Any, chars: list[Char], owners: list[Any]) ->
                 for ch in (chars[p] for p in by_owner[source])
             )
             break
+        else:
+            left, bottom, right, top = bounds
+            if right - left < 0.01 or top - bottom < 0.01:
+                # A word space drawn as its own object has no extent: a blank where it was
+                # keeps the words on either side apart, as pdfminer's space character does.
+                pending.append(_blank(page, obj, left, bottom))
     if not inserts and not pending:
         return chars
     merged: list[Char] = []
@@ -309,6 +315,22 @@ def _with_dropped_duplicates(page: Any, chars: list[Char], owners: list[Any]) ->
         merged.append(ch)
     merged.extend(pending)
     return merged
+
+
+def _blank(page: Any, obj: Any, x: float, y: float) -> Char:
+    """A space character at a text object's origin, boxed as pdfminer would box it."""
+    geometry = page_geometry(page)
+    a, b, c, d, e, f = _page_transform(page)
+    matrix = pdfium_c.FS_MATRIX()
+    pdfium_c.FPDFPageObj_GetMatrix(obj, matrix)
+    font_size = ctypes.c_float()
+    pdfium_c.FPDFTextObj_GetFontSize(obj, font_size)
+    size = font_size.value * abs(matrix.d or 1.0)
+    px, py = a * x + c * y + e, b * x + d * y + f
+    y0, y1 = py - 0.2 * size, py + 0.8 * size
+    top = geometry.height - y1 + geometry.bbox[1]
+    bottom = geometry.height - y0 + geometry.bbox[1]
+    return Char(" ", px + geometry.bbox[0], top, px + geometry.bbox[0], bottom, True)
 
 
 def _cluster(values: list[float], tolerance: float) -> dict[float, int]:
