@@ -180,7 +180,9 @@ def page_chars(page: Any, textpage: Any) -> list[Char]:
         else:
             code = get_unicode(raw, index)
             text = chr(code) if code < 0x110000 else "\ufffd"
-        if text in "\r\n\x00\ufffe" or (text.isspace() and is_generated(raw, index)):
+        if text in "\x02\ufffe":
+            text = "-"  # PDFium's mark for a hyphen that ends a line: pdfminer keeps the "-"
+        if text in "\r\n\x00" or (text.isspace() and is_generated(raw, index)):
             continue
         key = get_object(raw, index)
         if not key:
