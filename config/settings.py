@@ -389,3 +389,9 @@ AXES_IPWARE_META_PRECEDENCE_ORDER = (
 # JSON API request bodies: at most this many bytes and this deep (nested objects and lists).
 API_JSON_MAX_BYTES = env_int("API_JSON_MAX_BYTES", 1024 * 1024, minimum=1024)
 API_JSON_MAX_DEPTH = env_int("API_JSON_MAX_DEPTH", 20, minimum=2)
+# PDF ingestion speed: which reader gets a PDF page's text layer. "pdfplumber" (the
+# reference, pdfminer) or "pdfium" (pypdfium2, many times faster; `manage.py compare_ingestion`
+# measures how often it gives the same paragraphs before anyone switches it on).
+PDF_TEXT_READER = env_str("PDF_TEXT_READER", "pdfplumber")
+if PDF_TEXT_READER not in ("pdfplumber", "pdfium"):
+    raise ImproperlyConfigured("PDF_TEXT_READER must be 'pdfplumber' or 'pdfium'.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 
 import pytest
@@ -74,9 +75,21 @@ def test_load_demo_creates_the_reviewer_and_processes_every_demo_document():
 def test_bench_ingest_prints_pages_per_second_for_both_methods_and_peak_memory():
     out, _ = run("bench_ingest", "--pages", "4", "--repeat", "1")
     assert "Generated text PDF: 4 pages" in out
-    for label in ("pdfplumber extract_text() (plain)", "vetted extraction (paragraphs)"):
+    for label in ("pdfplumber extract_text() (plain)", "vetted extraction (pdfium)"):
         line = next(line for line in out.splitlines() if line.startswith(label))
         numbers = [float(n) for n in re.findall(r"\d+\.\d+", line[len(label) :])]
         assert len(numbers) == 4 and all(n > 0 for n in numbers)
     assert re.search(r"Process peak RSS: \d+ MiB", out)
     assert Document.objects.count() == 0  # the benchmark leaves nothing behind
+
+
+def test_bench_ingest_writes_its_best_rates_to_json(tmp_path):
+    target = tmp_path / "ingest.json"
+    run("bench_ingest", "--pages", "3", "--repeat", "1", "--json", str(target))
+    figures = json.loads(target.read_text())
+    assert figures["reader"] == "pdfium"
+    assert figures["pdfplumber_pages_per_second"] > 0
+    assert figures["ingest_pages_per_second"] > 0
+    assert figures["ingest_over_pdfplumber"] == pytest.approx(
+        figures["ingest_pages_per_second"] / figures["pdfplumber_pages_per_second"], rel=0.02
+    )

@@ -1,0 +1,89 @@
+"""The PDFium page reader against the pdfplumber reader it stands in for (issue 13)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from django.core.management import call_command
+
+from benchmarks.pdfgen import image_pdf, long_text_pdf, text_pdf
+from documents import pages as reader
+from documents.ocr import make_tesseract_engine
+from tests.documents.conftest import PATHOLOGY_PAGES
+
+
+def _both(data: bytes, **kwargs: object) -> tuple[list[reader.PageContent], ...]:
+    return tuple(
+        reader.extract_pdf(data, ocr=None, reader=name, **kwargs)  # type: ignore[arg-type]
+        for name in ("pdfplumber", "pdfium")
+    )
+
+
+def test_pdfium_gives_the_same_paragraphs_block_types_and_sizes(pathology_pdf):
+    old, new = _both(pathology_pdf)
+    assert [p.paragraphs for p in new] == [p.paragraphs for p in old]
+    assert [p.block_types for p in new] == [p.block_types for p in old]
+    assert [(p.width, p.height) for p in new] == [(p.width, p.height) for p in old]
+    assert new[0].paragraphs[0] == PATHOLOGY_PAGES[0][0]
+    assert reader.LIST_ITEM in new[1].block_types
+
+
+def test_pdfium_word_boxes_match_pdfplumbers_within_a_hundredth_of_the_page(pathology_pdf):
+    old, new = _both(pathology_pdf)
+    for a, b in zip(old, new, strict=True):
+        assert len(a.boxes) == len(b.boxes) == len(a.text.split())
+        for box_a, box_b in zip(a.boxes, b.boxes, strict=True):
+            assert box_a[:2] == box_b[:2]  # the same characters of the text
+            assert box_b[2:] == pytest.approx(box_a[2:], abs=0.01)
+
+
+def test_pdfium_finds_the_ruled_table_with_pdfplumber_on_that_page_only():
+    pdf = text_pdf([["GENOMIC FINDINGS"], ["RESULTS TABLE"]], table_on_page=2)
+    first, second = reader.extract_pdf(pdf, ocr=None, reader="pdfium")
+    assert not first.has_tables
+    assert second.has_tables
+    assert second.block_types[second.paragraphs.index("KRAS G12D 31%")] == reader.TABLE
+
+
+def test_pdfium_reads_a_long_report_the_same_way():
+    old, new = _both(long_text_pdf(3))
+    assert [p.text for p in new] == [p.text for p in old]
+
+
+def test_pdfium_sends_an_image_only_page_to_ocr():
+    scan = image_pdf(["RADIOLOGY REPORT", "IMPRESSION: No acute cardiopulmonary disease."])
+    [page] = reader.extract_pdf(scan, ocr=make_tesseract_engine(), reader="pdfium")
+    assert page.method == reader.OCR
+    assert "RADIOLOGY REPORT" in page.paragraphs
+    assert page.boxes
+
+
+def test_pdfium_refuses_a_damaged_file_and_a_password_with_the_usual_message():
+    with pytest.raises(reader.UnreadableDocument, match="damaged or protected"):
+        reader.extract_pdf(b"%PDF-1.7 not really", ocr=None, reader="pdfium")
+    locked = text_pdf([["SECRET"]], password="s3cret")
+    with pytest.raises(reader.UnreadableDocument, match="damaged or protected"):
+        reader.extract_pdf(locked, ocr=None, reader="pdfium")
+
+
+def test_an_unknown_reader_is_a_programming_error(pathology_pdf):
+    with pytest.raises(ValueError, match="Unknown PDF reader"):
+        reader.extract_pdf(pathology_pdf, ocr=None, reader="pdfminer")
+
+
+def test_compare_ingestion_reports_the_share_of_identical_pages(tmp_path, pathology_pdf):
+    (tmp_path / "a.pdf").write_bytes(pathology_pdf)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.pdf").write_bytes(text_pdf([["GENOMIC FINDINGS"]], table_on_page=1))
+    out = io.StringIO()
+    call_command("compare_ingestion", str(tmp_path), "--json", str(tmp_path / "c.json"), stdout=out)
+    text = out.getvalue()
+    assert "2 PDF file(s), 4 page(s)" in text
+    assert re.search(r"same paragraphs .*: 4/4 = 100\.0%", text)
+    figures = json.loads((tmp_path / "c.json").read_text())
+    assert figures["same_paragraphs_share"] == 1.0
+    assert figures["v4_grounded_on_pdfium_text"] == figures["v4_grounded_on_pdfplumber_text"]
+    assert figures["v4_snippets"] > 0
