@@ -298,3 +298,9 @@ EXTRACTION_PRESETS: dict[str, dict[str, float | int]] = {
     "batch": {},
     "clinical": {"quality_threshold": 0.95},
 }
+
+# Issue 15 part A: the classifier trained on ground truth. When a trained model is active it is
+# the offline primary (the rules become its gate) and the gate beside an LLM; off = the rules.
+TRAINED_CLASSIFIER = env_bool("TRAINED_CLASSIFIER", True)
+# With Gemini, how many of the most similar SME-corrected documents go into the prompt (0 = none).
+FEW_SHOT_EXAMPLES = env_int("FEW_SHOT_EXAMPLES", 3, minimum=0)
