@@ -341,3 +341,17 @@ def test_no_examples_without_corrections(settings, pages):
         run = Run.objects.get(pk=run.pk)
         prompt = stub.prompt(0)
     assert run.few_shot_ids == [] and "<<<EXAMPLES" not in prompt
+
+
+def test_the_fast_single_document_path_gives_sklearns_probabilities():
+    data = records()
+    model = trained.fit([r.text for r in data], [r.label for r in data])
+    texts = [text_for(label, random.Random(i)) for i, label in enumerate(WORDS)]
+    batch = model.probabilities(texts)  # sklearn's transform and predict_proba
+    for text, expected in zip(texts, batch, strict=True):
+        fast = model.probabilities([text])[0]
+        assert fast.keys() == expected.keys()
+        for label in fast:
+            assert abs(fast[label] - expected[label]) < 1e-4
+    again = trained.load(trained.dump(model, b"k"), b"k")
+    assert "_fast" not in again.__dict__
