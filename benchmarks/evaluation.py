@@ -131,12 +131,19 @@ Classify = Callable[[list[str], str | None], ClassificationOutput]
 
 
 def _run_chain(
-    pages: list[str], classify: Classify, preset: pipeline.Preset, llm: Any, gate: Any = None
+    pages: list[str],
+    classify: Classify,
+    preset: pipeline.Preset,
+    llm: Any,
+    gate: Any = None,
+    calibrated: bool = False,
 ) -> pipeline.Outcome:
     context = DocumentContext(
         pages=pages,
         llm=llm,
-        min_dominant_confidence=preset.min_dominant_confidence,
+        min_dominant_confidence=preset.min_calibrated_confidence
+        if calibrated
+        else preset.min_dominant_confidence,
         second=SecondOpinion(gate.name, gate.classify(pages)) if gate is not None else None,
     )
     return pipeline.orchestrate(
@@ -164,9 +171,11 @@ def evaluate(
     gate: Any = None,
     limit: int | None = None,
     progress: Callable[[str], None] | None = None,
+    calibrated: bool = False,
 ) -> Report:
     """``gate`` (a Classifier, when the primary is an LLM) is the independent second opinion
-    every run is compared with, as in production."""
+    every run is compared with, as in production. ``calibrated``: the classifier's confidence
+    is a calibrated probability (the preset's min_calibrated_confidence applies)."""
     report = Report()
     started = time.perf_counter()
     rows: Iterable[dict[str, str]] = read_labels(corpus)
@@ -175,7 +184,7 @@ def evaluate(
             break
         t0 = time.perf_counter()
         pages = extract(corpus / row["path"])
-        outcome = _run_chain(pages, classify, preset, llm, gate)
+        outcome = _run_chain(pages, classify, preset, llm, gate, calibrated)
         report.documents.append(
             DocResult(
                 doc_id=row["doc_id"],
@@ -196,7 +205,7 @@ def evaluate(
                 continue
             spec = json.loads(line)
             pages = extract(corpus / "bundles" / spec["bundle"])
-            outcome = _run_chain(pages, classify, preset, llm, gate)
+            outcome = _run_chain(pages, classify, preset, llm, gate, calibrated)
             output = outcome.best.output
             truth = {}
             for seg in spec["segments"]:

@@ -60,7 +60,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    # Hardening (issue 11): no browser or proxy keeps a copy of a page or file (patient data);
+    # Hardening: no browser or proxy keeps a copy of a page or file (patient data);
     # a Content-Security-Policy that allows only this site's own scripts; login lockout.
     "config.middleware.NoStoreMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -298,7 +298,7 @@ if not LLM_TIMEOUT_SECONDS < RUN_DEADLINE_SECONDS < JOB_TIMEOUT_SECONDS:
         f"{LLM_TIMEOUT_SECONDS:g} and below JOB_TIMEOUT_SECONDS={JOB_TIMEOUT_SECONDS}."
     )
 
-# Recovery without a human (issue 11): every worker runs a recovery pass this often (one at a
+# Recovery without a human: every worker runs a recovery pass this often (one at a
 # time across workers): stale ingestions and runs, work that failed only because the queue was
 # unreachable, and work queued this long ago (QUEUE_LOST_SECONDS) whose job Redis lost.
 RECOVERY_INTERVAL_SECONDS = env_int("RECOVERY_INTERVAL_SECONDS", 60, minimum=1)
@@ -360,7 +360,7 @@ EXTRACTION_PRESETS: dict[str, dict[str, float | int]] = {
     "clinical": {"quality_threshold": 0.95},
 }
 
-# Hardening (issue 11).
+# Hardening.
 # Content-Security-Policy (django-csp): scripts, styles and images only from this site (htmx
 # and the page scripts are vendored in static/; no template has an inline script).
 CONTENT_SECURITY_POLICY = {
@@ -395,3 +395,8 @@ API_JSON_MAX_DEPTH = env_int("API_JSON_MAX_DEPTH", 20, minimum=2)
 PDF_TEXT_READER = env_str("PDF_TEXT_READER", "pdfplumber")
 if PDF_TEXT_READER not in ("pdfplumber", "pdfium"):
     raise ImproperlyConfigured("PDF_TEXT_READER must be 'pdfplumber' or 'pdfium'.")
+# The classifier trained on ground truth. When a trained model is active it is
+# the offline primary (the rules become its gate) and the gate beside an LLM; off = the rules.
+TRAINED_CLASSIFIER = env_bool("TRAINED_CLASSIFIER", True)
+# With Gemini, how many of the most similar SME-corrected documents go into the prompt (0 = none).
+FEW_SHOT_EXAMPLES = env_int("FEW_SHOT_EXAMPLES", 3, minimum=0)

@@ -41,13 +41,42 @@ class Preset:
     max_retries: int  # auto-fix / re-ask attempts after attempt 0
     reask: bool  # may re-ask an LLM classifier with feedback
     min_dominant_confidence: float
+    # For a classifier whose confidence is a calibrated probability (the trained one): the
+    # least probability of being right at which its answer may be accepted. A self-reported
+    # confidence (an LLM's rubric, the rules' score) is on another scale, hence two thresholds.
+    min_calibrated_confidence: float = 0.8
 
 
 PRESETS: dict[str, Preset] = {
-    "real-time": Preset("real-time", max_retries=1, reask=False, min_dominant_confidence=0.45),
-    "batch": Preset("batch", max_retries=2, reask=True, min_dominant_confidence=0.5),
-    "clinical": Preset("clinical", max_retries=2, reask=True, min_dominant_confidence=0.6),
+    "real-time": Preset(
+        "real-time",
+        max_retries=1,
+        reask=False,
+        min_dominant_confidence=0.45,
+        min_calibrated_confidence=0.6,
+    ),
+    "batch": Preset(
+        "batch",
+        max_retries=2,
+        reask=True,
+        min_dominant_confidence=0.5,
+        min_calibrated_confidence=0.7,
+    ),
+    "clinical": Preset(
+        "clinical",
+        max_retries=2,
+        reask=True,
+        min_dominant_confidence=0.6,
+        min_calibrated_confidence=0.8,
+    ),
 }
+
+
+def confidence_threshold(preset: Preset, classifier: object) -> float:
+    """The preset's threshold on the scale of the classifier's confidence."""
+    if getattr(classifier, "calibrated", False):
+        return preset.min_calibrated_confidence
+    return preset.min_dominant_confidence
 
 
 @dataclass

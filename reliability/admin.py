@@ -12,6 +12,7 @@ from reliability.models import (
     Issue,
     LLMResponse,
     Run,
+    TrainedClassifierModel,
 )
 from review.admin import ReadOnlyAdmin
 
@@ -107,3 +108,45 @@ class LLMResponseAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: Any, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(TrainedClassifierModel)
+class TrainedClassifierModelAdmin(ReadOnlyAdmin):
+    """Trained classifiers (manage.py train_classifier): versions, held-back figures, and why
+    each was or was not activated. The model itself is never shown or edited here."""
+
+    list_display = (
+        "pk",
+        "version",
+        "active",
+        "source",
+        "train_documents",
+        "heldout_documents",
+        "heldout_accuracy",
+        "trained_at",
+    )
+    list_filter = ("active", "source")
+    fields = (
+        "version",
+        "data_hash",
+        "source",
+        "trained_at",
+        "train_documents",
+        "heldout_documents",
+        "label_counts",
+        "training_seconds",
+        "metrics",
+        "active",
+        "activated_at",
+        "decision",
+        "blob_sha256",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request: Any) -> Any:
+        return super().get_queryset(request).defer("blob")
+
+    @admin.display(description="held-back accuracy")
+    def heldout_accuracy(self, obj: TrainedClassifierModel) -> str:
+        figures = (obj.metrics or {}).get("candidate") or {}
+        return f"{figures['accuracy']:.3f}" if "accuracy" in figures else "-"

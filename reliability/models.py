@@ -61,6 +61,8 @@ class Run(models.Model):
     waits = models.PositiveIntegerField(default=0)
     waiting_since = models.DateTimeField(null=True, blank=True)
     skipped_checks = models.JSONField(default=list, blank=True)
+    # Ground-truth ids of the SME-corrected documents shown to the LLM as examples.
+    few_shot_ids = models.JSONField(default=list, blank=True)
     duration_seconds = models.FloatField(null=True, blank=True)
     error = models.TextField(blank=True)
     # Why it failed, for machines: QUEUE_UNREACHABLE failures are resumed by the recovery pass.
@@ -265,3 +267,38 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+
+class TrainedClassifierModel(models.Model):
+    """A classifier trained on ground truth (engine.classifiers.trained): the signed model,
+    what it was trained on, and how it did on the held-back slice next to the classifier that
+    was active. At most one is active; it is the offline primary and the gate beside an LLM."""
+
+    version = models.CharField(max_length=64)  # the training data's hash, shortened
+    data_hash = models.CharField(max_length=64)
+    source = models.CharField(max_length=300)  # "ground truth" or the corpus folder
+    trained_at = models.DateTimeField(default=timezone.now)
+    train_documents = models.PositiveIntegerField(default=0)
+    heldout_documents = models.PositiveIntegerField(default=0)
+    label_counts = models.JSONField(default=dict, blank=True)
+    training_seconds = models.FloatField(default=0.0)
+    # On the held-back slice: {"candidate": {...}, "active": {...}, "active_name": "..."}
+    metrics = models.JSONField(default=dict, blank=True)
+    active = models.BooleanField(default=False)
+    activated_at = models.DateTimeField(null=True, blank=True)
+    decision = models.TextField(blank=True)  # why it was or was not activated
+    blob = models.BinaryField()  # engine.classifiers.trained.dump: signed, loaded only if ours
+    blob_sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["-trained_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["active"],
+                condition=models.Q(active=True),
+                name="one_active_trained_classifier",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"trained-{self.version}" + (" (active)" if self.active else "")

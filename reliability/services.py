@@ -28,8 +28,9 @@ from config.heartbeat import Heartbeat
 from config.jobs import enqueue_at, enqueue_on_commit, job_exists, jobs_run_inline
 from documents.models import Document
 from engine import llm, pipeline
-from engine.classifiers.gemini import GeminiClassifier
+from engine.classifiers.gemini import FewShotExample, GeminiClassifier
 from engine.classifiers.offline import OfflineClassifier
+from engine.classifiers.trained import TrainedClassifier
 from engine.comparison import compare
 from engine.document import DocumentContext, SecondOpinion
 from engine.fields.templates import Template
@@ -45,7 +46,7 @@ from engine.schemas import (
 from engine.schemas import Issue as EngineIssue
 from integrations.models import Event
 from integrations.services import event_emit
-from reliability import llm_runtime
+from reliability import llm_runtime, training
 from reliability.fields import classification_templates, fields_extract, fields_save, form_issues
 from reliability.models import ApiToken, Attempt, Issue, Run
 from review import services as review_services
@@ -78,20 +79,31 @@ def get_preset(name: str | None = None) -> pipeline.Preset:
 
 
 def gate_classifier() -> Classifier:
-    """The independent classifier the gate compares an LLM's answer with: the offline one.
-    Anything satisfying engine.protocols.Classifier fits here (a trained classifier, later)."""
-    return OfflineClassifier()
+    """The independent classifier the gate compares an LLM's answer with: the active trained
+    classifier (reliability.training) when there is one, else the offline rules."""
+    model = training.active_model()
+    return TrainedClassifier(model) if model is not None else OfflineClassifier()
 
 
 def build_classifiers(
-    client: LLMClient | None = None, *, templates: Sequence[Template] = ()
+    client: LLMClient | None = None,
+    *,
+    templates: Sequence[Template] = (),
+    examples: Sequence[FewShotExample] = (),
 ) -> tuple[Classifier, Classifier | None, LLMClient | None]:
     """(primary, independent gate or None, LLM client or None) for the configuration. With
-    ``templates``, the Gemini classifier also extracts each segment's fields in its one call."""
+    ``templates``, the Gemini classifier also extracts each segment's fields in its one call;
+    ``examples`` are corrected documents shown to it as data. Offline, an active trained
+    classifier is the primary and the rules are its gate; without one, the rules alone."""
     client = client if client is not None else llm_runtime.client_for_run()
     if client is None:
-        return OfflineClassifier(), None, None
-    return GeminiClassifier(client, templates=templates), gate_classifier(), client
+        model = training.active_model()
+        if model is None:
+            return OfflineClassifier(), None, None
+        rules = training.MemoOffline()
+        return TrainedClassifier(model, base=rules), rules, None
+    classifier = GeminiClassifier(client, templates=templates, examples=examples)
+    return classifier, gate_classifier(), client
 
 
 def run_start(
@@ -367,7 +379,15 @@ def _run_execute_claimed(run: Run, *, client: LLMClient | None) -> Run:
         client = llm_runtime.client_for_run(**({"cache": None} if fresh else {}))
     elif client.deadline is None:
         client.deadline = time.monotonic() + settings.RUN_DEADLINE_SECONDS
-    primary, gate, client = build_classifiers(client, templates=classification_templates(document))
+    pages = list(document.pages.order_by("number").values_list("text", flat=True))
+    examples = (
+        training.few_shot_examples(pages, exclude_document=document.pk)
+        if client is not None
+        else []
+    )
+    primary, gate, client = build_classifiers(
+        client, templates=classification_templates(document), examples=examples
+    )
     if client is not None and llm_runtime.budget_exhausted():
         run_wait(
             run=run,
@@ -377,12 +397,11 @@ def _run_execute_claimed(run: Run, *, client: LLMClient | None) -> Run:
         )
         return Run.objects.get(pk=run_id)
     preset = get_preset(run.preset)
-    pages = list(document.pages.order_by("number").values_list("text", flat=True))
     second = SecondOpinion(gate.name, gate.classify(pages)) if gate is not None else None
     context = DocumentContext(
         pages=pages,
         llm=client,
-        min_dominant_confidence=preset.min_dominant_confidence,
+        min_dominant_confidence=pipeline.confidence_threshold(preset, primary),
         second=second,
         gate_confirm_confidence=settings.GATE_CONFIRM_CONFIDENCE,
     )
@@ -492,6 +511,7 @@ def _run_execute_claimed(run: Run, *, client: LLMClient | None) -> Run:
         run.model = primary.model
         run.prompt_version = primary.prompt_version
         run.gate = _gate_summary(second, gate, best)
+        run.few_shot_ids = [e.key for e in examples]
         run.retry_at = None
         run.wait_reason = ""
         run.skipped_checks = sorted(set(best.verification.skipped))

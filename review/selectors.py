@@ -442,6 +442,52 @@ def current_ground_truth(document: Document) -> GroundTruth | None:
     )
 
 
+def _current_truth() -> Any:
+    return GroundTruth.objects.filter(superseded_by__isnull=True).exclude(
+        source=GroundTruth.Source.WITHDRAWN
+    )
+
+
+def training_ground_truth(sme_only: bool = False) -> list[tuple[str, str, list[str]]]:
+    """(document id, type, page texts) of every document's current ground truth, the
+    training data of the trained classifier. ``sme_only`` leaves out auto-accepted answers."""
+    records = _current_truth()
+    if sme_only:
+        records = records.exclude(source=GroundTruth.Source.AUTO_ACCEPTED)
+    truth = dict(records.values_list("document_id", "dominant_type"))
+    pages: dict[Any, list[str]] = {key: [] for key in truth}
+    for document_id, text in (
+        Page.objects.filter(document_id__in=list(truth))
+        .order_by("document_id", "number")
+        .values_list("document_id", "text")
+    ):
+        pages[document_id].append(text or "")
+    return [(str(key), label, pages[key]) for key, label in truth.items() if pages[key]]
+
+
+def corrected_examples(*, limit: int = 500) -> list[tuple[int, Any, str, str]]:
+    """(ground-truth id, document id, corrected type, text) of the latest SME corrections: the
+    examples the LLM is shown. The texts come from the documents' pages."""
+    rows = list(
+        _current_truth()
+        .filter(source=GroundTruth.Source.SME_CORRECTED)
+        .order_by("-created_at")
+        .values_list("pk", "document_id", "dominant_type")[:limit]
+    )
+    texts: dict[Any, list[str]] = {}
+    for document_id, text in (
+        Page.objects.filter(document_id__in=[r[1] for r in rows])
+        .order_by("document_id", "number")
+        .values_list("document_id", "text")
+    ):
+        texts.setdefault(document_id, []).append(text or "")
+    return [
+        (pk, document_id, label, "\n\n".join(texts[document_id]))
+        for pk, document_id, label in rows
+        if texts.get(document_id)
+    ]
+
+
 def ground_truth_fields(
     run: Run, corrections: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:

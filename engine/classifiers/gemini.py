@@ -10,13 +10,20 @@ hash of its text (the templates included), stored with every call.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
 from engine.fields.loop import base_prompt
 from engine.fields.templates import Template
 from engine.llm.client import CONFIDENCE_RUBRIC, prompt_version
-from engine.llm.delimiting import DATA_NOTICE, delimit, feedback_block
+from engine.llm.delimiting import (
+    DATA_NOTICE,
+    EXAMPLES_NOTICE,
+    delimit,
+    examples_block,
+    feedback_block,
+)
 from engine.llm.operations import FieldValue
 from engine.protocols import LLMClient
 from engine.schemas import DISPLAY_NAMES, ClassificationOutput, DocType
@@ -31,13 +38,23 @@ document mixture gives every type's overall share (summing to 1). Evidence snipp
 copied verbatim from the page they cite (page numbers are 1-based); never paraphrase. Do not use
 headers or footers (page numbers, fax banners, MRN, dates of birth) as evidence. Forms,
 requisitions, cover sheets and routine lab panels are "other".
-{DATA_NOTICE}"""
+{DATA_NOTICE}
+{EXAMPLES_NOTICE}"""
 
 FIELDS_PROMPT = """Field extraction, in the same answer: for every segment add one entry to
 segment_fields with its start_page, end_page and dominant type, and the fields of the template of
 that type below, one item per field: value (null and status not_present when the segment does
 not contain it), status (found, not_present or ambiguous), confidence and the verbatim snippet the
 value comes from. Extract only from the document text."""
+
+
+@dataclass(frozen=True)
+class FewShotExample:
+    """A document a clinician corrected, shown to the model as a labelled example."""
+
+    key: int  # its ground-truth id, recorded on the run
+    label: str
+    text: str
 
 
 class NamedField(FieldValue):
@@ -62,9 +79,16 @@ class ClassificationWithFields(ClassificationOutput):
 class GeminiClassifier:
     name = "gemini"
 
-    def __init__(self, client: LLMClient, *, templates: Sequence[Template] = ()) -> None:
+    def __init__(
+        self,
+        client: LLMClient,
+        *,
+        templates: Sequence[Template] = (),
+        examples: Sequence[FewShotExample] = (),
+    ) -> None:
         self.client = client
         self.templates = tuple(templates)
+        self.examples = tuple(examples)
         self.system = SYSTEM_PROMPT
         if self.templates:
             listing = "\n\n".join(
@@ -86,7 +110,12 @@ class GeminiClassifier:
         task = "Classify the document above."
         if self.templates:
             task += " Fill segment_fields for every segment."
-        prompt = f"{block.text}\n\n{task}"
+        prompt = block.text
+        if self.examples:
+            shown = [(e.label, e.text) for e in self.examples]
+            prompt += "\n\n" + examples_block(shown, block.token)
+            task += " The corrected examples are reference only: classify the document itself."
+        prompt = f"{prompt}\n\n{task}"
         if feedback:
             prompt += "\n\n" + feedback_block(feedback, block.token)
         return prompt

@@ -194,6 +194,30 @@ def _snippet(text: str, start: int, end: int, header_line: bool) -> tuple[int, i
     return line_start, line_end
 
 
+def document_mixture(
+    segments: list[Segment], total_pages: int
+) -> tuple[list[MixtureEntry], DocType]:
+    """The document's mixture from its segments (page-weighted shares summing to 1) and the
+    type with the largest share."""
+    mixture = []
+    for doc_type in DOC_TYPES:
+        found = [(s, s.assessment(doc_type)) for s in segments]
+        share = sum(a.segment_share * s.segment_page_count for s, a in found if a) / total_pages
+        presence = max(
+            (a.presence_level for _, a in found if a),
+            key=PRESENCE_RANK.__getitem__,
+            default=Presence.NO_EVIDENCE,
+        )
+        mixture.append(
+            MixtureEntry(type=doc_type, overall_share=round(share, 4), presence_level=presence)
+        )
+    largest = max(range(len(mixture)), key=lambda i: mixture[i].overall_share)
+    mixture[largest].overall_share = round(
+        mixture[largest].overall_share + 1.0 - sum(m.overall_share for m in mixture), 4
+    )
+    return mixture, mixture[largest].type
+
+
 class OfflineClassifier:
     name = "offline"
 
@@ -347,24 +371,7 @@ class OfflineClassifier:
                 )
             )
 
-        total_pages = len(pages)
-        mixture = []
-        for doc_type in DOC_TYPES:
-            found = [(s, s.assessment(doc_type)) for s in segments]
-            share = sum(a.segment_share * s.segment_page_count for s, a in found if a) / total_pages
-            presence = max(
-                (a.presence_level for _, a in found if a),
-                key=PRESENCE_RANK.__getitem__,
-                default=Presence.NO_EVIDENCE,
-            )
-            mixture.append(
-                MixtureEntry(type=doc_type, overall_share=round(share, 4), presence_level=presence)
-            )
-        largest = max(range(len(mixture)), key=lambda i: mixture[i].overall_share)
-        mixture[largest].overall_share = round(
-            mixture[largest].overall_share + 1.0 - sum(m.overall_share for m in mixture), 4
-        )
-        overall = mixture[largest].type
+        mixture, overall = document_mixture(segments, len(pages))
         main = max(segments, key=lambda s: s.segment_page_count)
         rules = load_rules()
         joined = "\n".join(pages).lower()

@@ -9,6 +9,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks import evaluation
 from documents.services import pages_extract
+from engine.classifiers.trained import TrainedClassifier, TrainedModel, UntrustedModel
+from reliability import training
 from reliability.services import build_classifiers, get_preset
 
 
@@ -19,13 +21,33 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("corpus", help="folder with labels.csv")
+        parser.add_argument("corpus", nargs="?", help="folder with labels.csv")
+        parser.add_argument(
+            "--model",
+            help="a trained classifier file (train_classifier --out): the offline primary with "
+            "the rules as its gate, or the gate beside the LLM",
+        )
+        parser.add_argument(
+            "--ground-truth",
+            action="store_true",
+            help="regression gate: compare --model with the active classifier on the held-back "
+            "ground truth in the database; refuses (exit 1) when it is worse",
+        )
+        parser.add_argument(
+            "--allow-worse", action="store_true", help="with --ground-truth: warn, do not refuse"
+        )
         parser.add_argument("--json", dest="json_out", help="also write the figures here")
         parser.add_argument("--preset", default=None)
         parser.add_argument("--limit", type=int, default=None)
         parser.add_argument("--fields", help="expected fields (JSONL); default CORPUS/fields.jsonl")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        model = self._model(options["model"])
+        if options["ground_truth"]:
+            self._regression_gate(model, options)
+            return
+        if not options["corpus"]:
+            raise CommandError("Give a corpus folder (or --ground-truth).")
         corpus = Path(options["corpus"])
         if not (corpus / "labels.csv").exists():
             raise CommandError(f"{corpus}/labels.csv not found.")
@@ -34,8 +56,16 @@ class Command(BaseCommand):
             return [p.text for p in pages_extract(name=path.name, data=path.read_bytes())]
 
         primary, gate, client = build_classifiers()
+        if model is not None:
+            if client is None:
+                primary, gate = training.roles(model)
+            else:
+                gate = TrainedClassifier(model)
         preset = get_preset(options["preset"])
-        self.stdout.write(f"Classifier: {primary.name} ({primary.model}); preset {preset.name}")
+        self.stdout.write(
+            f"Classifier: {primary.name} ({primary.model}); gate "
+            f"{f'{gate.name} ({gate.model})' if gate is not None else 'none'}; preset {preset.name}"
+        )
         report = evaluation.evaluate(
             corpus,
             extract=extract,
@@ -45,11 +75,13 @@ class Command(BaseCommand):
             gate=gate,
             limit=options["limit"],
             progress=lambda m: self.stderr.write(m),
+            calibrated=getattr(primary, "calibrated", False),
         )
         metrics = report.metrics()
         metrics["classifier"] = {
             "name": primary.name,
             "model": primary.model,
+            "gate": gate.model if gate is not None else None,
             "preset": preset.name,
         }
         fields_file = Path(options["fields"]) if options["fields"] else corpus / "fields.jsonl"
@@ -63,6 +95,52 @@ class Command(BaseCommand):
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(metrics, indent=2, sort_keys=True))
             self.stdout.write(f"Wrote {options['json_out']}")
+
+    def _model(self, path: str | None) -> TrainedModel | None:
+        if not path:
+            return None
+        try:
+            return training.load_file(Path(path))
+        except (OSError, UntrustedModel) as exc:
+            raise CommandError(f"{path}: {exc}") from exc
+
+    def _regression_gate(self, model: TrainedModel | None, options: dict[str, Any]) -> None:
+        """The candidate model against the active classifier on held-back ground truth."""
+        if model is None:
+            raise CommandError("--ground-truth compares a candidate: give --model PATH.")
+        preset = get_preset(options["preset"])
+        _train, held = training.split(training.ground_truth_records())
+        if not held:
+            raise CommandError("No held-back ground truth in the database to compare on.")
+        active = training.active_model()
+        name = f"trained-{active.version}" if active is not None else "rules"
+        candidate = training.chain_figures(held, *training.roles(model), preset)
+        baseline = training.chain_figures(held, *training.roles(active), preset)
+        ok, reasons = training.compare(candidate, baseline)
+        self.stdout.write(
+            f"Held-back ground truth: {len(held)} documents. Candidate trained-{model.version} "
+            f"against the active classifier ({name}), preset {preset.name}:"
+        )
+        self.stdout.write("; ".join(reasons))
+        for line in training.per_type_lines(candidate, baseline, name):
+            self.stdout.write(line)
+        if options["json_out"]:
+            Path(options["json_out"]).write_text(
+                json.dumps(
+                    {"candidate": candidate, "active": baseline, "active_name": name, "ok": ok},
+                    indent=2,
+                    sort_keys=True,
+                )
+            )
+        if ok:
+            self.stdout.write("Not worse than the active classifier.")
+        elif options["allow_worse"]:
+            self.stderr.write("WARNING: the candidate is worse than the active classifier.")
+        else:
+            raise CommandError(
+                "The candidate is worse than the active classifier on held-back ground truth; "
+                "refusing (--allow-worse to only warn)."
+            )
 
     def _extract_fields(self, doc_type: str, pages: list[str], loop: bool) -> dict[str, Any]:
         from engine.fields.extractors import offline_extractor
