@@ -191,9 +191,7 @@ def read_shape(pages: list[str], rules: StructureRules | None = None) -> Shape:
         bool(rules.genomic_headers.search(text)) or variants >= rules.min_variants
     )
     shape.lab_rows = sum(
-        1
-        for m in rules.lab_row.finditer(text)
-        if rules.lab_units.search(m.group()) or "%" in m.group()
+        1 for m in rules.lab_row.finditer(text) if rules.lab_units.search(m.group())
     )
     shape.note_sections = bool(rules.note_sections.search(text))
     return shape
