@@ -48,6 +48,7 @@ class StructureRules:
     min_message_body: int
     findings_header: re.Pattern[str]
     min_findings_content: int
+    pending_findings: re.Pattern[str]
     lab_row: re.Pattern[str]
     lab_units: re.Pattern[str]
     min_lab_rows: int
@@ -82,6 +83,7 @@ def rules_from(data: dict[str, Any]) -> StructureRules:
         min_message_body=int(message["min_body"]),
         findings_header=re.compile(spec["findings_header"], _FLAGS),
         min_findings_content=int(spec["min_findings_content"]),
+        pending_findings=re.compile(spec["pending_findings"], _FLAGS),
         lab_row=re.compile(spec["lab_row"], _FLAGS),
         lab_units=re.compile(spec["lab_units"]),
         min_lab_rows=int(spec["min_lab_rows"]),
@@ -138,13 +140,13 @@ def _title(line: str) -> str | None:
 
 def _findings(text: str, rules: StructureRules) -> bool:
     """A findings section with content: the rest of its header line, or the lines under it,
-    hold words rather than blanks to fill in."""
+    hold words rather than blanks to fill in, and do not say the result is still to come."""
     for match in rules.findings_header.finditer(text):
         rest = match.group("rest").strip()
         if not rest:
             following = text[match.end() :].lstrip("\n").split("\n", 3)[:3]
             rest = " ".join(line.strip() for line in following)
-        if _BLANKS_ONLY.match(rest):
+        if _BLANKS_ONLY.match(rest) or rules.pending_findings.match(rest):
             continue
         letters = sum(c.isalpha() for c in rest)
         if letters >= rules.min_findings_content and rest.count("_") < 3:

@@ -82,6 +82,8 @@ def test_genuine_documents_that_mention_paperwork_are_still_accepted(path):
         ("clinical_note__nurse_call_pathology_hard.txt", "note_quoting_report"),
         ("other__lab_panel_genomic_vendor.txt", "routine_lab_panel"),
         ("other__lab_panel_molecular_lines.txt", "routine_lab_genomic"),
+        ("other__pathology_order_printout.txt", "administrative_with_report"),
+        ("other__biopsy_consent_signed_electronically.txt", "administrative_with_report"),
     ],
 )
 def test_the_trap_that_reads_the_structure_is_the_one_that_escalates(name, code):
@@ -106,6 +108,12 @@ def test_a_report_is_read_as_having_findings_and_no_paperwork():
     shape = read_shape(pages_of(CRAFTED / "genuine" / "pathology__report_mentions_consent.txt"))
     assert shape.has_findings and not shape.paperwork and not shape.titled
     assert not shape.is_message_note
+
+
+def test_a_findings_section_that_says_the_result_is_to_come_is_not_findings():
+    assert not read_shape(["Result: not yet available. The report will appear here."]).has_findings
+    assert not read_shape(["FINAL DIAGNOSIS: pending"]).has_findings
+    assert read_shape(["FINAL DIAGNOSIS: Invasive carcinoma; HER2 FISH pending."]).has_findings
 
 
 def test_a_label_line_at_the_head_of_a_page_is_not_a_title():
