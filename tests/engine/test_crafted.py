@@ -116,6 +116,13 @@ def test_a_findings_section_that_says_the_result_is_to_come_is_not_findings():
     assert read_shape(["FINAL DIAGNOSIS: Invasive carcinoma; HER2 FISH pending."]).has_findings
 
 
+def test_blanks_are_underscores_or_dotted_lines_that_wait_for_a_value():
+    form = ["Name: ....................\nDate: ........\nAddress: ______________"]
+    assert read_shape(form).paperwork == {"blank fields": "3 lines with blanks to fill in"}
+    leaders = ["Tumor Mutational Burden ........ 3 Muts/Mb\nMSI ........ stable\nTMB ........ low"]
+    assert read_shape(leaders).paperwork == {}
+
+
 def test_a_label_line_at_the_head_of_a_page_is_not_a_title():
     assert read_shape(["Clinical history per requisition: colon mass.\nFINDINGS: x"]).titled == []
     assert read_shape(["RE: Letter of medical necessity\nDear Dr. Example"]).titled
