@@ -164,9 +164,9 @@ def read_shape(pages: list[str], rules: StructureRules | None = None) -> Shape:
             if title is not None and any(p.search(title) for p in rules.titles):
                 shape.titled.append(line[:80])
                 break
-    blank_lines = sum(1 for line in text.splitlines() if rules.labelled_blank.search(line))
-    if blank_lines >= rules.min_blank_lines:
-        shape.paperwork["blank fields"] = f"{blank_lines} lines with blanks to fill in"
+    blanks = len(rules.labelled_blank.findall(text))
+    if blanks >= rules.min_blank_lines:
+        shape.paperwork["blank fields"] = f"{blanks} blanks to fill in"
     boxes = len(rules.empty_checkbox.findall(text))
     if boxes >= rules.min_checkboxes:
         shape.paperwork["checkboxes"] = f"{boxes} empty boxes"

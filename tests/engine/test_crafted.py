@@ -118,7 +118,7 @@ def test_a_findings_section_that_says_the_result_is_to_come_is_not_findings():
 
 def test_blanks_are_underscores_or_dotted_lines_that_wait_for_a_value():
     form = ["Name: ....................\nDate: ........\nAddress: ______________"]
-    assert read_shape(form).paperwork == {"blank fields": "3 lines with blanks to fill in"}
+    assert read_shape(form).paperwork == {"blank fields": "3 blanks to fill in"}
     leaders = ["Tumor Mutational Burden ........ 3 Muts/Mb\nMSI ........ stable\nTMB ........ low"]
     assert read_shape(leaders).paperwork == {}
 
