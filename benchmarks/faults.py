@@ -28,6 +28,7 @@ from engine.schemas import (
     SelfEvaluation,
     TypeAssessment,
 )
+from engine.verifiers.structure import read_shape
 from engine.verifiers.v3_domain import load_rules
 
 _WORDS = re.compile(r"[A-Za-z]{3,}")
@@ -184,9 +185,8 @@ def _relabel(output: ClassificationOutput, new: DocType) -> None:
 
 
 def _routine_lab(output: ClassificationOutput, pages: list[str]) -> bool:
-    text = "\n".join(pages).lower()
-    if any(vendor.lower() in text for vendor in load_rules().genomic_vendors):
-        return False  # a sequencing vendor is named: the trap does not apply, by design
+    if read_shape(pages).genomic_findings:
+        return False  # it reads as a sequencing report: the trap does not apply, by design
     pages[0] = "Quest Diagnostics - Patient Report\n" + pages[0]
     if output.dominant_type_overall != DocType.GENOMIC:
         _relabel(output, DocType.GENOMIC)

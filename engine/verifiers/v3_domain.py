@@ -22,6 +22,13 @@ from engine.schemas import (
     Severity,
     make_issue,
 )
+from engine.verifiers.structure import (
+    Shape,
+    StructureRules,
+    load_structure_rules,
+    read_shape,
+    rules_from,
+)
 
 AGENT = "V3"
 RULES_PATH = Path(__file__).resolve().parent.parent / "rules" / "v3_domain.json"
@@ -37,6 +44,7 @@ class DomainRules:
     administrative_keywords: tuple[str, ...]
     header_footer: tuple[re.Pattern[str], ...]
     instructions: tuple[re.Pattern[str], ...] = ()
+    structure: StructureRules | None = None
 
 
 @lru_cache(maxsize=1)
@@ -54,10 +62,95 @@ def load_rules(path: Path = RULES_PATH) -> DomainRules:
             re.compile(r, re.IGNORECASE)
             for r in data.get("instruction_patterns", {}).get("regexes", [])
         ),
+        structure=rules_from(data),
     )
 
 
 _issue = partial(make_issue, AGENT)
+
+
+def structure_traps(
+    i: int,
+    primary: list[DocType],
+    shape: Shape,
+    routine_vendors: list[str],
+    *,
+    min_lab_rows: int,
+) -> list[Issue]:
+    """The traps that read the segment's structure (see engine/verifiers/structure.py) for a
+    segment whose PRIMARY types are ``primary``. A report type must read as a report: not as
+    paperwork, a message quoting a report, or a lab panel. A clinical note must not be a form
+    or a bare lab panel. A vendor's name alone neither sets nor lifts a trap."""
+    issues: list[Issue] = []
+    reports = [t for t in primary if t in REPORT_TYPES]
+    note = DocType.CLINICAL_NOTE in primary
+    named = ", ".join(t.value for t in primary)
+    location = f"segments[{i}].dominant_type"
+
+    def findings_of(doc_type: DocType) -> bool:
+        if doc_type == DocType.GENOMIC:
+            return shape.genomic_findings
+        return shape.has_findings
+
+    without_findings = [t for t in reports if not findings_of(t)]
+    if reports and shape.is_message_note:
+        issues.append(
+            _issue(
+                Severity.BLOCKER,
+                "note_quoting_report",
+                f"Segment {i + 1} is {named} PRIMARY but reads as a telephone or portal message "
+                f"({'; '.join(f'“{c[:40]}”' for c in shape.message_note)}): a note that quotes "
+                "a report is a clinical note.",
+                location,
+                "A message or phone note is 'clinical_note' even when it quotes a report.",
+                llm=True,
+            )
+        )
+    strong_paperwork = bool(shape.titled) or len(shape.paperwork) >= 2
+    if (reports and (strong_paperwork or (shape.paperwork and without_findings))) or (
+        note and strong_paperwork and not shape.note_sections
+    ):
+        reason = shape.describe()
+        if not strong_paperwork:
+            reason += "; and no findings section with content"
+        issues.append(
+            _issue(
+                Severity.BLOCKER,
+                "administrative_with_report",
+                f"Segment {i + 1} is {named} PRIMARY but reads like paperwork ({reason}).",
+                location,
+                "Forms, orders, consents, leaflets, letters and cover sheets are 'other'; check "
+                "the type.",
+                llm=True,
+            )
+        )
+    if shape.lab_rows >= min_lab_rows and (without_findings or (note and not shape.note_sections)):
+        issues.append(
+            _issue(
+                Severity.BLOCKER,
+                "routine_lab_panel",
+                f"Segment {i + 1} is {named} PRIMARY but reads as a table of lab results "
+                f"({shape.lab_rows} rows with units and reference ranges) without the sections "
+                "of that type.",
+                location,
+                "A routine lab panel is 'other': check the type.",
+                llm=True,
+            )
+        )
+    if DocType.GENOMIC in reports and routine_vendors and not shape.genomic_findings:
+        issues.append(
+            _issue(
+                Severity.BLOCKER,
+                "routine_lab_genomic",
+                f"Segment {i + 1} is genomic PRIMARY on the paper of a routine lab "
+                f"({', '.join(routine_vendors)}), and its text has neither the sections nor the "
+                "variants of a sequencing report (a vendor's name does not make one).",
+                f"segments[{i}].types.genomic",
+                "Routine lab panels are not genomic reports: check the type.",
+                llm=True,
+            )
+        )
+    return issues
 
 
 def verify_rules(
@@ -72,38 +165,20 @@ def verify_rules(
         def found(terms: tuple[str, ...], norm: list[Any] = norm) -> list[str]:
             return [t for t in terms if any(contains_term(t, n) for n in norm)]
 
-        genomic = segment.assessment(DocType.GENOMIC)
-        if genomic is not None and genomic.presence_level == Presence.PRIMARY:
-            routine = found(rules.routine_lab_vendors)
-            if routine and not found(rules.genomic_vendors):
-                issues.append(
-                    _issue(
-                        Severity.BLOCKER,
-                        "routine_lab_genomic",
-                        f"Segment {i + 1} is genomic PRIMARY on the paper of a routine lab "
-                        f"({', '.join(routine)}), with no sequencing vendor named.",
-                        f"segments[{i}].types.genomic",
-                        "Routine lab panels are not genomic reports: check the type.",
-                        llm=True,
-                    )
-                )
-
-        reports = [
-            t.type.value
+        primary: list[DocType] = [
+            t.type
             for t in segment.types
-            if t.type in REPORT_TYPES and t.presence_level == Presence.PRIMARY
+            if t.type != DocType.OTHER and t.presence_level == Presence.PRIMARY
         ]
-        admin = found(rules.administrative_keywords)
-        if reports and admin:
-            issues.append(
-                _issue(
-                    Severity.BLOCKER,
-                    "administrative_with_report",
-                    f"Segment {i + 1} is {', '.join(reports)} PRIMARY but reads like paperwork "
-                    f"({', '.join(admin)}).",
-                    f"segments[{i}].dominant_type",
-                    "Forms, requisitions and cover sheets are 'other'; check the type.",
-                    llm=True,
+        if primary:
+            structure = rules.structure or load_structure_rules()
+            issues.extend(
+                structure_traps(
+                    i,
+                    primary,
+                    read_shape([context.pages[p - 1] for p in pages], structure),
+                    found(rules.routine_lab_vendors),
+                    min_lab_rows=structure.min_lab_rows,
                 )
             )
 

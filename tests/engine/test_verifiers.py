@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.faults import clean_output
 from engine.document import DocumentContext
 from engine.schemas import DocType, Evidence, Presence, Severity
 from engine.verifiers import v1_schema, v2_consistency, v3_domain, v4_grounding
@@ -134,8 +135,17 @@ def test_a_routine_lab_vendor_with_genomic_primary_is_a_blocker(clean, pages):
     assert by_code(issues, "routine_lab_genomic").severity == Severity.BLOCKER
 
 
-def test_a_named_sequencing_vendor_lifts_the_routine_lab_trap(clean, pages):
+def test_a_named_sequencing_vendor_does_not_lift_the_routine_lab_trap(clean, pages):
     pages[0] = "Quest Diagnostics courier receipt. Foundation Medicine report.\n" + pages[0]
+    issues = v3_domain.verify(as_genomic(clean), DocumentContext(pages=pages))
+    assert "routine_lab_genomic" in codes(issues)
+
+
+def test_the_sections_and_variants_of_a_sequencing_report_lift_the_routine_lab_trap(clean, pages):
+    pages[0] = (
+        "Quest Diagnostics Nichols Institute\n\nGENOMIC FINDINGS\n"
+        "KRAS c.35G>A p.Gly12Asp\nTP53 c.818G>A p.Arg273His\n\n" + pages[0]
+    )
     issues = v3_domain.verify(as_genomic(clean), DocumentContext(pages=pages))
     assert "routine_lab_genomic" not in codes(issues)
 
@@ -146,25 +156,54 @@ def test_a_routine_lab_vendor_without_genomic_primary_is_fine(clean, pages):
 
 
 @pytest.mark.parametrize(
-    "phrase",
-    [
-        "Test requisition",
-        "Fax cover",
-        "Authorization number: 42",
-        "Specimen receipt",
-        "TEST REQUEST",
-    ],
+    "heading", ["Test requisition", "Fax cover", "TEST REQUEST", "Consent for core biopsy"]
 )
-def test_administrative_keywords_with_a_report_type_are_a_blocker(clean, pages, phrase):
-    pages[1] += f"\n{phrase}"
+def test_a_page_headed_as_paperwork_in_a_report_is_a_blocker(clean, pages, heading):
+    pages[1] = f"{heading}\n\n{pages[1]}"
     issue = by_code(
         v3_domain.verify(clean, DocumentContext(pages=pages)), "administrative_with_report"
     )
     assert issue.severity == Severity.BLOCKER
 
 
+@pytest.mark.parametrize(
+    "phrase",
+    [
+        "Clinical history per requisition: breast mass.",
+        "Authorization number: 42",
+        "Written consent for research use of residual tissue is on file.",
+        "Results discussed by telephone with Dr. Example.",
+    ],
+)
+def test_one_administrative_word_in_the_body_of_a_report_with_findings_is_fine(
+    clean, pages, phrase
+):
+    pages[1] += f"\n{phrase}"
+    assert v3_domain.verify(clean, DocumentContext(pages=pages)) == []
+
+
+def test_a_word_of_paperwork_with_blanks_to_fill_in_is_a_blocker(clean, pages):
+    pages[1] += "\nSpecimen receipt\nReceived by: ________\nDate: ________\nCourier: ________"
+    issue = by_code(
+        v3_domain.verify(clean, DocumentContext(pages=pages)), "administrative_with_report"
+    )
+    assert "blank fields" in issue.message and "administrative wording" in issue.message
+
+
+def test_paperwork_without_findings_is_a_blocker_for_a_report_type():
+    pages = [
+        "Anatomic pathology\n\nPlease print. Specimen source: ________\n"
+        "Frozen section, gross description and microscopic examination as needed."
+    ]
+    output = clean_output(pages, "pathology")
+    issue = by_code(
+        v3_domain.verify(output, DocumentContext(pages=pages)), "administrative_with_report"
+    )
+    assert "no findings section" in issue.message
+
+
 def test_administrative_keywords_on_an_other_document_are_fine(clean, pages):
-    pages[1] += "\nTest requisition"
+    pages[1] = "Test requisition\n" + pages[1]
     segment = clean.segments[0]
     segment.assessment(DocType.PATHOLOGY).presence_level = Presence.NO_EVIDENCE
     segment.assessment(DocType.OTHER).presence_level = Presence.PRIMARY

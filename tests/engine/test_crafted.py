@@ -1,0 +1,156 @@
+"""Crafted documents through the whole offline chain: paperwork, leaflets, letters, lab panels
+and messages that quote a report must never be auto-accepted with a wrong type, and genuine
+reports that mention such things must still be accepted.
+
+The fixtures (tests/engine/crafted/) are synthetic, with invented names and numbers. A file's
+name starts with its true type: ``other__biopsy_consent.txt`` is "other".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from documents.pages import extract_text_file
+from engine import pipeline
+from engine.classifiers.offline import OfflineClassifier
+from engine.document import DocumentContext
+from engine.schemas import Decision, DocType
+from engine.verifiers.structure import read_shape
+
+CRAFTED = Path(__file__).resolve().parent / "crafted"
+TRAPS = sorted((CRAFTED / "traps").glob("*.txt"))
+GENUINE = sorted((CRAFTED / "genuine").glob("*.txt"))
+
+
+def pages_of(path: Path) -> list[str]:
+    return [page.text for page in extract_text_file(path.read_text(encoding="utf-8"))]
+
+
+def true_type(path: Path) -> DocType:
+    return DocType(path.name.split("__", 1)[0])
+
+
+def run_chain(pages: list[str], preset: pipeline.Preset) -> pipeline.Outcome:
+    classifier = OfflineClassifier()
+    context = DocumentContext(pages=pages, min_dominant_confidence=preset.min_dominant_confidence)
+    return pipeline.orchestrate(
+        classify=lambda feedback: (classifier.classify(pages, feedback), 0),
+        context=context,
+        preset=preset,
+        can_reask=False,
+    )
+
+
+def test_there_are_enough_crafted_documents():
+    assert len(TRAPS) >= 18 and len(GENUINE) >= 6
+    assert {true_type(p) for p in TRAPS} == {DocType.OTHER, DocType.CLINICAL_NOTE}
+
+
+@pytest.mark.parametrize("preset", sorted(pipeline.PRESETS))
+@pytest.mark.parametrize("path", TRAPS, ids=lambda p: p.stem)
+def test_no_crafted_document_is_auto_accepted_with_a_wrong_type(path, preset):
+    outcome = run_chain(pages_of(path), pipeline.PRESETS[preset])
+    predicted = outcome.best.output.dominant_type_overall
+    if outcome.decision == Decision.AUTO_ACCEPT:
+        assert predicted == true_type(path), (
+            f"{path.name} auto-accepted as {predicted.value}; issues: "
+            f"{[i.code for i in outcome.best.verification.issues]}"
+        )
+
+
+@pytest.mark.parametrize("path", GENUINE, ids=lambda p: p.stem)
+def test_genuine_documents_that_mention_paperwork_are_still_accepted(path):
+    outcome = run_chain(pages_of(path), pipeline.PRESETS["clinical"])
+    issues = [f"{i.code}: {i.message}" for i in outcome.best.verification.issues]
+    assert outcome.decision == Decision.AUTO_ACCEPT, issues
+    assert outcome.best.output.dominant_type_overall == true_type(path)
+
+
+# Which trap fires, for the documents the offline classifier gets wrong with confidence ------
+
+
+@pytest.mark.parametrize(
+    "name,code",
+    [
+        ("other__patient_leaflet_pathology.txt", "administrative_with_report"),
+        ("other__patient_leaflet_ct_scan.txt", "administrative_with_report"),
+        ("other__patient_leaflet_genetic_testing.txt", "administrative_with_report"),
+        ("other__insurance_letter_genomic_detailed.txt", "administrative_with_report"),
+        ("clinical_note__telephone_note_pathology.txt", "note_quoting_report"),
+        ("clinical_note__nurse_call_pathology_hard.txt", "note_quoting_report"),
+        ("other__lab_panel_genomic_vendor.txt", "routine_lab_panel"),
+        ("other__lab_panel_molecular_lines.txt", "routine_lab_genomic"),
+        ("other__pathology_order_printout.txt", "administrative_with_report"),
+        ("other__biopsy_consent_signed_electronically.txt", "administrative_with_report"),
+    ],
+)
+def test_the_trap_that_reads_the_structure_is_the_one_that_escalates(name, code):
+    outcome = run_chain(pages_of(CRAFTED / "traps" / name), pipeline.PRESETS["real-time"])
+    assert outcome.decision == Decision.ESCALATE_TO_SME
+    assert code in {i.code for i in outcome.best.verification.issues}
+
+
+# The structure itself ----------------------------------------------------------------------
+
+
+def test_a_form_is_read_from_its_blanks_boxes_title_and_instructions():
+    shape = read_shape(pages_of(CRAFTED / "traps" / "other__pathology_order_form.txt"))
+    assert shape.titled == ["Anatomic Pathology Services - Tissue Examination Order"]
+    assert {"blank fields", "checkboxes", "completion language", "order language"} <= set(
+        shape.paperwork
+    )
+    assert not shape.has_findings  # "DIAGNOSIS (required)" is followed by blanks only
+
+
+def test_a_report_is_read_as_having_findings_and_no_paperwork():
+    shape = read_shape(pages_of(CRAFTED / "genuine" / "pathology__report_mentions_consent.txt"))
+    assert shape.has_findings and not shape.paperwork and not shape.titled
+    assert not shape.is_message_note
+
+
+def test_a_findings_section_that_says_the_result_is_to_come_is_not_findings():
+    assert not read_shape(["Result: not yet available. The report will appear here."]).has_findings
+    assert not read_shape(["FINAL DIAGNOSIS: pending"]).has_findings
+    assert read_shape(["FINAL DIAGNOSIS: Invasive carcinoma; HER2 FISH pending."]).has_findings
+
+
+def test_blanks_are_underscores_or_dotted_lines_that_wait_for_a_value():
+    form = ["Name: ....................\nDate: ........\nAddress: ______________"]
+    assert read_shape(form).paperwork == {"blank fields": "3 blanks to fill in"}
+    leaders = ["Tumor Mutational Burden ........ 3 Muts/Mb\nMSI ........ stable\nTMB ........ low"]
+    assert read_shape(leaders).paperwork == {}
+
+
+def test_a_label_line_at_the_head_of_a_page_is_not_a_title():
+    assert read_shape(["Clinical history per requisition: colon mass.\nFINDINGS: x"]).titled == []
+    assert read_shape(["RE: Letter of medical necessity\nDear Dr. Example"]).titled
+
+
+def test_a_message_note_needs_its_title_or_several_of_its_marks():
+    assert read_shape(["TELEPHONE ENCOUNTER\nCalled patient with results."]).is_message_note
+    assert not read_shape(
+        ["IMPRESSION: mass.\nThe findings were discussed by telephone with Dr. Example."]
+    ).is_message_note
+
+
+def test_a_lab_panel_is_counted_in_rows_with_units_and_ranges():
+    rows = "\n".join(
+        f"{name}  {value}  {unit}  {low}-{high}"
+        for name, value, unit, low, high in [
+            ("Sodium", 139, "mmol/L", 134, 144),
+            ("Glucose", 102, "mg/dL", 65, 99),
+            ("Hemoglobin", 10.9, "g/dL", 11.1, 15.9),
+            ("WBC", 3.2, "x10E3/uL", 4, 10.5),
+            ("AST", 41, "IU/L", 0, 40),
+        ]
+    )
+    assert read_shape([rows]).lab_rows == 5
+    assert read_shape(["Tumor size 1.2-1.8 cm; 2/32 lymph nodes"]).lab_rows == 0
+
+
+def test_a_sequencing_report_is_read_from_its_sections_or_its_variants_not_its_vendor():
+    assert not read_shape(["Foundation Medicine, Tempus, Guardant360"]).genomic_findings
+    assert read_shape(["KRAS c.35G>A p.Gly12Asp; TP53 c.818G>A"]).genomic_findings
+    assert read_shape(["GENOMIC FINDINGS\nEGFR L858R"]).genomic_findings
