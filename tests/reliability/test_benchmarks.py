@@ -39,6 +39,7 @@ def corpus(tmp_path):
     return tmp_path
 
 
+@pytest.mark.django_db
 def test_bench_verify_reports_the_llm_faults_and_false_escalation(corpus, tmp_path):
     out = StringIO()
     call_command("bench_verify", str(corpus), "--json", str(tmp_path / "v.json"), stdout=out)

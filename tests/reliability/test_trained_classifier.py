@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import uuid
 from io import StringIO
 
 import pytest
@@ -50,6 +51,8 @@ def document(*texts: str, key: str):
 
     digest = hashlib.sha256(key.encode()).hexdigest()
     doc = Document.objects.create(
+        # The id decides which records are held back (training.held_back): fixed, not random.
+        pk=uuid.uuid5(uuid.NAMESPACE_URL, f"vetted-test:{key}"),
         original_filename=f"{key}.pdf",
         sha256=digest,
         mime_type=Document.MIME_PDF,
@@ -261,6 +264,8 @@ def test_the_regression_gate_refuses_a_worse_model(tmp_path):
     bad = trained.fit([t for t, _ in data], [lab for _, lab in data])
     path = tmp_path / "bad.bin"
     path.write_bytes(trained.dump(bad, training.signing_key()))
+    held = {r.label for r in training.split(training.ground_truth_records())[1]}
+    assert {"pathology", "radiology"} <= held  # the swapped types are in the held-back slice
     out = StringIO()
     with pytest.raises(CommandError, match="worse"):
         call_command("evaluate", "--ground-truth", "--model", str(path), stdout=out)
