@@ -105,6 +105,9 @@ def test_a_worse_candidate_model_is_refused_and_an_equal_one_passes(stub, tmp_pa
     held = held_back_documents()
     for doc, label in held:
         clinician_truth(doc, label)
+    with pytest.raises(CommandError, match="has a completed Gemini run"):
+        gate()  # the same model and prompt, and nothing recorded to compare with
+    assert not stub.requests
 
     with pytest.raises(CommandError, match="worse"):
         gate("--candidate-model", "bad-model")
