@@ -203,7 +203,11 @@ def compare(candidate: dict[str, Any], active: dict[str, Any]) -> tuple[bool, li
 
 
 def per_type_lines(candidate: dict[str, Any], active: dict[str, Any], name: str) -> list[str]:
-    lines = [f"{'type':<15}{'support':>8}{'recall new':>12}{'recall ' + name:>22}{'diff':>8}"]
+    """Per type: recall and precision of the candidate and of the active classifier."""
+    lines = [
+        f"{'type':<15}{'support':>8}{'recall new':>12}{'recall ' + name:>22}{'diff':>8}"
+        f"{'precision new':>15}{'precision ' + name:>25}"
+    ]
     for label in LABELS:
         c, a = candidate["per_type"][label], active["per_type"][label]
         if not c["support"]:
@@ -211,7 +215,8 @@ def per_type_lines(candidate: dict[str, Any], active: dict[str, Any], name: str)
         diff = c["recall"] - a["recall"]
         flag = "  worse" if diff < -TOLERANCE else ""
         lines.append(
-            f"{label:<15}{c['support']:>8}{c['recall']:>12.3f}{a['recall']:>22.3f}{diff:>+8.3f}{flag}"
+            f"{label:<15}{c['support']:>8}{c['recall']:>12.3f}{a['recall']:>22.3f}{diff:>+8.3f}"
+            f"{c['precision']:>15.3f}{a['precision']:>25.3f}{flag}"
         )
     return lines
 

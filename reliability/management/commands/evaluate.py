@@ -34,6 +34,16 @@ class Command(BaseCommand):
             "ground truth in the database; refuses (exit 1) when it is worse",
         )
         parser.add_argument(
+            "--llm",
+            action="store_true",
+            help="with --ground-truth: the regression gate for Gemini: this code's prompt version "
+            "(and --candidate-model) against the active one",
+        )
+        parser.add_argument(
+            "--candidate-model",
+            help="with --llm: a Gemini model name to compare with the configured GEMINI_MODEL",
+        )
+        parser.add_argument(
             "--allow-worse", action="store_true", help="with --ground-truth: warn, do not refuse"
         )
         parser.add_argument("--json", dest="json_out", help="also write the figures here")
@@ -42,6 +52,11 @@ class Command(BaseCommand):
         parser.add_argument("--fields", help="expected fields (JSONL); default CORPUS/fields.jsonl")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["llm"] or options["candidate_model"]:
+            if not options["ground_truth"]:
+                raise CommandError("--llm compares on held-back ground truth: add --ground-truth.")
+            self._llm_gate(options)
+            return
         model = self._model(options["model"])
         if options["ground_truth"]:
             self._regression_gate(model, options)
@@ -132,6 +147,78 @@ class Command(BaseCommand):
                     sort_keys=True,
                 )
             )
+        self._verdict(ok, options)
+
+    def _llm_gate(self, options: dict[str, Any]) -> None:
+        """A Gemini prompt version or model name against the active one, on held-back ground
+        truth that clinicians gave (auto-accepted answers are the active model's own)."""
+        from engine import llm
+        from reliability import llm_gate
+
+        if not llm.configured(settings):
+            raise CommandError(
+                "The LLM regression gate needs Gemini: set GEMINI_API_KEY (or the Vertex settings)."
+            )
+        preset = get_preset(options["preset"])
+        candidate_model = options["candidate_model"] or settings.GEMINI_MODEL
+        _train, held = training.split(training.ground_truth_records(sme_only=True))
+        if options["limit"]:
+            held = held[: options["limit"]]
+        if not held:
+            raise CommandError("No held-back clinician ground truth in the database to compare on.")
+        result = llm_gate.compare_llm(
+            held,
+            candidate_model=candidate_model,
+            preset=preset,
+            progress=lambda m: self.stderr.write(m),
+        )
+        compared = len(result.candidate.results)
+        if not compared:
+            raise CommandError(
+                f"None of the {len(held)} held-back documents has a completed Gemini run to "
+                "compare with: give --candidate-model to run the configured model beside it."
+            )
+        candidate = training.figures(result.candidate.results)
+        active = training.figures(result.active.results)
+        ok, reasons = training.compare(candidate, active)
+        how = (
+            f"the configured {settings.GEMINI_MODEL}, run now with the same prompt"
+            if result.mode == "live"
+            else "as recorded on the documents' latest runs"
+        )
+        left_out = (
+            f" ({result.skipped} without a recorded Gemini answer left out)"
+            if result.skipped
+            else ""
+        )
+        self.stdout.write(
+            f"Held-back clinician ground truth: {compared} documents{left_out}, "
+            f"preset {preset.name}."
+        )
+        self.stdout.write(f"Candidate: {result.candidate.describe()}.")
+        self.stdout.write(f"Active ({how}): {result.active.describe()}.")
+        self.stdout.write("; ".join(reasons))
+        for line in training.per_type_lines(candidate, active, "active"):
+            self.stdout.write(line)
+        if options["json_out"]:
+            Path(options["json_out"]).write_text(
+                json.dumps(
+                    {
+                        "candidate": candidate,
+                        "active": active,
+                        "mode": result.mode,
+                        "candidate_versions": _versions(result.candidate.versions),
+                        "active_versions": _versions(result.active.versions),
+                        "skipped": result.skipped,
+                        "ok": ok,
+                    },
+                    indent=2,
+                    sort_keys=True,
+                )
+            )
+        self._verdict(ok, options)
+
+    def _verdict(self, ok: bool, options: dict[str, Any]) -> None:
         if ok:
             self.stdout.write("Not worse than the active classifier.")
         elif options["allow_worse"]:
@@ -165,3 +252,10 @@ class Command(BaseCommand):
             for name, f in result.best.fields.items()
         }
         return {"values": values, "iterations": len(result.iterations), "score": result.final_score}
+
+
+def _versions(counts: Any) -> list[dict[str, Any]]:
+    return [
+        {"model": model, "prompt_version": version, "documents": n}
+        for (model, version), n in counts.items()
+    ]
