@@ -15,7 +15,7 @@ from dataclasses import dataclass
 _FONT = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
 
 
-def _pdf(objects: list[bytes], *, root: int = 1) -> bytes:
+def raw_pdf(objects: list[bytes], *, root: int = 1) -> bytes:
     """A classic PDF: ``objects[i]`` is the body of object i + 1; xref table and trailer."""
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
@@ -67,7 +67,7 @@ def one_page_pdf(
     *, content: bytes = b"", media_box: bytes = b"[0 0 612 792]", flate: bool = False
 ) -> bytes:
     """One page with ``content`` drawn in Helvetica as /F1 (the building block)."""
-    return _pdf(
+    return raw_pdf(
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -82,7 +82,7 @@ def one_page_pdf(
 
 def self_referencing_media_box() -> bytes:
     """The page's MediaBox is an object that refers to itself: resolving it never ends."""
-    return _pdf(
+    return raw_pdf(
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -146,7 +146,7 @@ def object_stream_bomb(*, expanded_bytes: int = 2 << 30) -> bytes:
 def content_stream_bomb(*, expanded_bytes: int = 1 << 30) -> bytes:
     """A page whose content stream inflates to ``expanded_bytes`` of drawing operators."""
     data = _deflate_repeated(b"1 0 0 1 0 0 cm\n", expanded_bytes)
-    return _pdf(
+    return raw_pdf(
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -178,7 +178,7 @@ def many_pages(*, count: int = 100_000) -> bytes:
     )
     objects += [page] * count
     objects.append(_FONT)
-    return _pdf(objects)
+    return raw_pdf(objects)
 
 
 def many_characters(*, count: int = 500_000) -> bytes:

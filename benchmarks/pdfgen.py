@@ -10,6 +10,8 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+from benchmarks.hostile import raw_pdf
+
 Paragraph = str
 PageSpec = Sequence[Paragraph]
 
@@ -128,20 +130,7 @@ def zero_page_pdf() -> bytes:
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [] /Count 0 >>",
     ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
+    return raw_pdf(objects)
 
 
 # -- tax forms -------------------------------------------------------------------------------------

@@ -272,7 +272,11 @@ def _ocr_page(page: Any, number: int, *, ocr: OcrEngine, dpi: int) -> PageConten
     geometry = page_geometry(page)
     with PDFIUM_LOCK:
         image = page.render(scale=dpi / 72).to_pil()
-    result = ocr(image)
+    return _ocr_content(number, ocr(image), width=geometry.width, height=geometry.height)
+
+
+def _ocr_content(number: int, result: Any, *, width: float, height: float) -> PageContent:
+    """A page read by OCR, with its word boxes aligned to the text."""
     content = PageContent(
         number=number,
         paragraphs=result.paragraphs,
@@ -280,8 +284,8 @@ def _ocr_page(page: Any, number: int, *, ocr: OcrEngine, dpi: int) -> PageConten
         method=OCR,
         ocr_confidence=result.confidence,
         ocr_word_count=result.word_count,
-        width=float(geometry.width),
-        height=float(geometry.height),
+        width=float(width),
+        height=float(height),
     )
     content.boxes = align_words(content.text, result.words)
     return content
@@ -426,19 +430,7 @@ def _plumber_text_layer_page(page: Any, number: int) -> PageContent:
 def _plumber_ocr_page(page: Any, number: int, *, ocr: OcrEngine, dpi: int) -> PageContent:
     with PDFIUM_LOCK:
         image = page.to_image(resolution=dpi).original
-    result = ocr(image)
-    content = PageContent(
-        number=number,
-        paragraphs=result.paragraphs,
-        block_types=[classify_block(p) for p in result.paragraphs],
-        method=OCR,
-        ocr_confidence=result.confidence,
-        ocr_word_count=result.word_count,
-        width=float(page.width),
-        height=float(page.height),
-    )
-    content.boxes = align_words(content.text, result.words)
-    return content
+    return _ocr_content(number, ocr(image), width=page.width, height=page.height)
 
 
 def _extract_pdf_pdfplumber(
