@@ -16,7 +16,8 @@ from uuid import UUID
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.urls import URLPattern, URLResolver, reverse
 from ninja import NinjaAPI, Schema, Status
 from ninja.errors import HttpError
@@ -39,10 +40,13 @@ from review.exports import (
     CONTENT_TYPES,
     FILENAMES,
     FORMATS,
+    STREAMED,
     ExportFilter,
     ExportUnavailable,
+    Streamed,
     export_bytes,
     export_digest,
+    export_stream,
 )
 from review.models import GroundTruth, ReviewPacket
 from review.selectors import current_ground_truth, ground_truth_selection
@@ -575,7 +579,23 @@ FILE_RESPONSE = {
 
 def _export(
     request: HttpRequest, records: Any, *, fmt: str, export_filter: ExportFilter
-) -> HttpResponse:
+) -> HttpResponseBase:
+    filters = {"via": "api", "format": fmt, **export_filter.as_dict()}
+    if fmt in STREAMED:
+
+        def audit(result: Streamed) -> None:
+            export_audit(
+                user=request.user,
+                digest=result.digest,
+                filters=filters,
+                records=result.records,
+                complete=result.complete,
+            )
+
+        stream = export_stream(records, fmt=fmt, site_url=settings.SITE_URL, on_end=audit)
+        streaming = StreamingHttpResponse(stream, content_type=CONTENT_TYPES[fmt])
+        streaming["Content-Disposition"] = f'attachment; filename="{FILENAMES[fmt]}"'
+        return streaming
     try:
         body = export_bytes(
             records, fmt=fmt, export_filter=export_filter, site_url=settings.SITE_URL
@@ -585,7 +605,7 @@ def _export(
     export_audit(
         user=request.user,
         digest=export_digest(body),
-        filters={"via": "api", "format": fmt, **export_filter.as_dict()},
+        filters=filters,
         records=records.count(),
     )
     response = HttpResponse(body, content_type=CONTENT_TYPES[fmt])
@@ -610,7 +630,7 @@ def ground_truth_export(
     start: date | None = None,
     end: date | None = None,
     all_versions: bool = False,
-) -> HttpResponse:
+) -> HttpResponseBase:
     if type and type not in DOCUMENT_TYPES:
         raise ApiRefusal(400, f"Unknown type {type!r}; use one of {', '.join(DOCUMENT_TYPES)}.")
     if source and source not in GroundTruth.Source.values:
@@ -642,7 +662,7 @@ def ground_truth_export(
 )
 def document_fhir(
     request: HttpRequest, document_id: UUID, all_versions: bool = False
-) -> HttpResponse:
+) -> HttpResponseBase:
     if request.user.has_perm(EXPORT_PERMISSION):
         document = Document.objects.filter(pk=document_id).first()
         if document is None:

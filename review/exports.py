@@ -7,7 +7,10 @@
   dataset card (label set, counts per type and source, the export filter). Downloads zip it.
 
 Every writer consumes an iterable of records once, in order, so the same filter gives the
-same rows in every format and a later change can stream records from the database.
+same rows in every format. JSONL, CSV and FHIR stream (``export_stream``): records come from
+a database cursor in batches, bytes go out as they are made and are hashed on the way, so
+memory stays flat however many records there are. Parquet and the dataset are built in
+memory (the page and the API hand them over as one file).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import io
 import json
 import zipfile
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +38,7 @@ from review.serializers import (
     TEXT_FIELD,
     export_ground_truth,
     ground_truth_as_dict,
+    ground_truth_chunks,
     page_texts,
 )
 
@@ -62,6 +66,12 @@ FILENAMES = {
 LABELS = [t.value for t in DOC_TYPES]  # the class-label order, fixed across exports
 HF_DATA_FILE = "data/train-00000-of-00001.parquet"
 BATCH_ROWS = 1000
+STREAMED = ("jsonl", "csv", "fhir")  # formats that stream from the database
+STREAM_CHUNK = 500  # records fetched per round trip (and kept in memory at once)
+TEXT_CHUNK = 100  # with page text, fewer records per batch (their pages are in memory)
+OUT_BYTES = 1 << 16  # streamed output is handed over in pieces of about this size
+# The related columns a JSONL or CSV row is made of (serializers.ground_truth_as_dict).
+TABULAR_RELATED = ("document__sha256", "document__original_filename", "reviewer__username")
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed, so the same export zips to the same bytes
 
 
@@ -394,10 +404,99 @@ def export_write(
     elif fmt == "parquet":
         parquet_write(records, out, with_text=with_text)
     else:
-        body = export_bytes(
-            records, fmt=fmt, export_filter=export_filter, site_url="", with_text=with_text
+        size = TEXT_CHUNK if with_text else STREAM_CHUNK
+        with out.open("wb") as handle:
+            for chunk in ground_truth_chunks(
+                stream_records(records, fmt=fmt, chunk_size=size),
+                fmt=fmt,
+                with_text=with_text,
+                chunk_size=size,
+            ):
+                handle.write(chunk)
+
+
+@dataclass
+class Streamed:
+    """What a streamed export handed over: the SHA-256 of its bytes, the records read, and
+    whether it ran to the end (a download the client broke off did not)."""
+
+    digest: str
+    records: int
+    complete: bool
+
+
+class _Counted:
+    def __init__(self, records: Iterable[GroundTruth]) -> None:
+        self.records = records
+        self.count = 0
+
+    def __iter__(self) -> Iterator[GroundTruth]:
+        for truth in self.records:
+            self.count += 1
+            yield truth
+
+
+def stream_records(
+    records: Iterable[GroundTruth], *, fmt: str, chunk_size: int
+) -> Iterable[GroundTruth]:
+    """A selection read through a server-side cursor, ``chunk_size`` rows at a time, instead
+    of loaded whole; the tabular formats need only the document and the reviewer joined."""
+    if not isinstance(records, QuerySet):
+        return records
+    if fmt != "fhir":
+        # Only the columns a row is made of (serializers.ground_truth_as_dict): no other
+        # document or user column is read, decoded or kept.
+        own = [f.attname for f in GroundTruth._meta.concrete_fields]
+        records = (
+            records.select_related(None)
+            .select_related("document", "reviewer")
+            .only(*own, *TABULAR_RELATED)
         )
-        out.write_bytes(body)
+    return records.iterator(chunk_size=chunk_size)
+
+
+def _pieces(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    pending: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        pending.append(chunk)
+        size += len(chunk)
+        if size >= OUT_BYTES:
+            yield b"".join(pending)
+            pending, size = [], 0
+    if pending:
+        yield b"".join(pending)
+
+
+def export_stream(
+    records: Iterable[GroundTruth],
+    *,
+    fmt: str,
+    site_url: str,
+    on_end: Callable[[Streamed], None],
+    with_text: bool = False,
+    chunk_size: int | None = None,
+) -> Generator[bytes]:
+    """A JSONL, CSV or FHIR export as it is made: the same bytes as ``export_bytes``.
+    ``on_end`` gets the digest of every byte handed over and the record count once, when the
+    stream ends, or is broken off (``complete`` False): one audit event per export."""
+    if fmt not in STREAMED:
+        raise ValueError(f"{fmt!r} exports are not streamed")
+    size = chunk_size or (TEXT_CHUNK if with_text and fmt != "fhir" else STREAM_CHUNK)
+    counted = _Counted(stream_records(records, fmt=fmt, chunk_size=size))
+    if fmt == "fhir":
+        chunks = fhir.bundle_chunks(counted, site_url=site_url)
+    else:
+        chunks = ground_truth_chunks(counted, fmt=fmt, with_text=with_text, chunk_size=size)
+    digest = hashlib.sha256()
+    complete = False
+    try:
+        for piece in _pieces(chunks):
+            digest.update(piece)
+            yield piece
+        complete = True
+    finally:
+        on_end(Streamed(digest=digest.hexdigest(), records=counted.count, complete=complete))
 
 
 def export_digest(output: bytes | Path) -> str:

@@ -12,6 +12,7 @@ from django.db.models import (
     Avg,
     Count,
     DurationField,
+    Exists,
     ExpressionWrapper,
     F,
     Min,
@@ -510,9 +511,11 @@ def ground_truth_selection(
     records = GroundTruth.objects.select_related("document", "reviewer", "run", "superseded_by")
     if not all_versions:
         # The current version only; a withdrawn decision leaves no ground truth to export.
-        records = records.filter(superseded_by__isnull=True).exclude(
-            source=GroundTruth.Source.WITHDRAWN
-        )
+        # NOT EXISTS rather than superseded_by IS NULL: PostgreSQL plans it as an anti-join
+        # with a true row estimate; the outer join's "IS NULL" filter it estimated at one
+        # row, and a streamed export's cursor then chose a nested loop (quadratic).
+        newer = GroundTruth.objects.filter(supersedes=OuterRef("pk"))
+        records = records.filter(~Exists(newer)).exclude(source=GroundTruth.Source.WITHDRAWN)
     if start:
         records = records.filter(created_at__date__gte=start)
     if end:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC
 from typing import Any
 
@@ -117,35 +117,69 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
+EXPORT_CHUNK = 1000  # records per batch of a streamed export (one page-text query each)
+
+
+def _batches(records: Iterable[GroundTruth], size: int) -> Iterator[list[GroundTruth]]:
+    batch: list[GroundTruth] = []
+    for truth in records:
+        batch.append(truth)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def ground_truth_chunks(
+    records: Iterable[GroundTruth],
+    *,
+    fmt: str,
+    with_text: bool = False,
+    chunk_size: int = EXPORT_CHUNK,
+) -> Iterator[bytes]:
+    """JSONL or CSV as it is read: the CSV header, then one chunk per batch of records (the
+    batch's page texts fetched in one query). The chunks join to the same bytes for the same
+    records whatever the batch size: stable order, sorted keys, one line per record."""
+    if fmt not in ("jsonl", "csv"):
+        raise ValueError(f"unknown export format {fmt!r}")
+    columns = list(EXPORT_FIELDS) + ([TEXT_FIELD] if with_text else [])
+    if fmt == "csv":
+        yield _csv_lines([columns])
+    for batch in _batches(records, chunk_size):
+        texts = page_texts(batch) if with_text else {}
+        rows = [ground_truth_as_dict(t) for t in batch]
+        if with_text:
+            for row in rows:
+                row[TEXT_FIELD] = texts.get(row["document_id"], [])
+        if fmt == "jsonl":
+            yield "".join(
+                json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows
+            ).encode()
+        else:
+            yield _csv_lines([_csv_row(r, columns, with_text=with_text) for r in rows])
+
+
+def _csv_row(row: dict[str, Any], columns: list[str], *, with_text: bool) -> list[Any]:
+    row = dict(
+        row,
+        classification=json.dumps(row["classification"], sort_keys=True),
+        fields=json.dumps(row["fields"], sort_keys=True),
+    )
+    if with_text:
+        row[TEXT_FIELD] = json.dumps(row[TEXT_FIELD], sort_keys=True, ensure_ascii=False)
+    return [csv_cell(row[f]) for f in columns]
+
+
+def _csv_lines(rows: list[list[Any]]) -> bytes:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue().encode()
+
+
 def export_ground_truth(
     records: Iterable[GroundTruth], *, fmt: str, with_text: bool = False
 ) -> bytes:
-    """JSONL or CSV, byte-identical for the same records (stable order, sorted keys).
-    ``with_text`` adds each page's text (``pages``: number and text), for training."""
-    truths = list(records)
-    rows = [ground_truth_as_dict(t) for t in truths]
-    columns = list(EXPORT_FIELDS)
-    if with_text:
-        texts = page_texts(truths)
-        for row in rows:
-            row[TEXT_FIELD] = texts.get(row["document_id"], [])
-        columns.append(TEXT_FIELD)
-    if fmt == "jsonl":
-        return "".join(
-            json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows
-        ).encode()
-    if fmt == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(columns)
-        for r in rows:
-            r = dict(
-                r,
-                classification=json.dumps(r["classification"], sort_keys=True),
-                fields=json.dumps(r["fields"], sort_keys=True),
-            )
-            if with_text:
-                r[TEXT_FIELD] = json.dumps(r[TEXT_FIELD], sort_keys=True, ensure_ascii=False)
-            writer.writerow([csv_cell(r[f]) for f in columns])
-        return buffer.getvalue().encode()
-    raise ValueError(f"unknown export format {fmt!r}")
+    """JSONL or CSV in one piece (``ground_truth_chunks`` joined). ``with_text`` adds each
+    page's text (``pages``: number and text), for training."""
+    return b"".join(ground_truth_chunks(records, fmt=fmt, with_text=with_text))

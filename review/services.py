@@ -85,16 +85,22 @@ def audit_record(
     )
 
 
-def export_audit(*, user: Any, digest: str, filters: dict[str, Any], records: int) -> None:
+def export_audit(
+    *, user: Any, digest: str, filters: dict[str, Any], records: int, complete: bool = True
+) -> None:
     """An export is audited as the ground-truth file it produced: named by its SHA-256 (see
     review.exports.export_digest), with the filter that chose it and how many records it
-    holds."""
+    holds. A streamed download broken off part way is audited too, as ``interrupted``, with
+    the digest of the bytes handed over and the records read."""
+    detail = {**{k: str(v) for k, v in filters.items()}, "sha256": digest, "records": records}
+    if not complete:
+        detail["interrupted"] = True
     audit_record(
         user=user,
         action=AuditEvent.Action.EXPORTED,
         object_type="GroundTruth",
         object_id=f"export:{digest[:16]}",
-        detail={**{k: str(v) for k, v in filters.items()}, "sha256": digest, "records": records},
+        detail=detail,
     )
 
 

@@ -10,7 +10,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpResponse
+from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -28,10 +28,13 @@ from review import selectors, services
 from review.exports import (
     CONTENT_TYPES,
     FILENAMES,
+    STREAMED,
     ExportFilter,
     ExportUnavailable,
+    Streamed,
     export_bytes,
     export_digest,
+    export_stream,
 )
 from review.forms import (
     TYPE_CHOICES,
@@ -484,7 +487,7 @@ def page_image(request: HtmxHttpRequest, packet_id: int, number: int) -> HttpRes
 
 
 @login_required
-def export(request: HtmxHttpRequest) -> HttpResponse:
+def export(request: HtmxHttpRequest) -> HttpResponseBase:
     require_permission(request, "review.export_ground_truth")
     form = ExportForm(request.GET or None)
     if not request.GET or not form.is_valid():
@@ -504,6 +507,27 @@ def export(request: HtmxHttpRequest) -> HttpResponse:
         all_versions=data["all_versions"],
     )
     records = export_filter.selection()
+    if fmt in STREAMED:
+
+        def audit(result: Streamed) -> None:
+            services.export_audit(
+                user=request.user,
+                digest=result.digest,
+                filters=data,
+                records=result.records,
+                complete=result.complete,
+            )
+
+        stream = export_stream(
+            records,
+            fmt=fmt,
+            site_url=settings.SITE_URL,
+            with_text=data["with_text"],
+            on_end=audit,
+        )
+        streaming = StreamingHttpResponse(stream, content_type=CONTENT_TYPES[fmt])
+        streaming["Content-Disposition"] = f'attachment; filename="{FILENAMES[fmt]}"'
+        return streaming
     try:
         body = export_bytes(
             records,

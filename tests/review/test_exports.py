@@ -424,7 +424,7 @@ def test_the_export_page_offers_every_format(admin_user, settings):
     fhir_response = client.get(reverse("review:export"), {"format": "fhir"})
     assert fhir_response["Content-Type"] == "application/fhir+json"
     assert 'filename="ground-truth.fhir.json"' in fhir_response["Content-Disposition"]
-    assert len(of_type(resources(fhir_response.content), "DocumentReference")) == 1
+    assert len(of_type(resources(fhir_response.getvalue()), "DocumentReference")) == 1
     parquet = client.get(reverse("review:export"), {"format": "parquet"})
     assert pq.read_table(io.BytesIO(parquet.content)).num_rows == 1
     hf = client.get(reverse("review:export"), {"format": "hf", "type": "pathology"})
@@ -464,20 +464,20 @@ def test_the_api_exports_to_each_token_only_its_own_documents_unless_it_may_expo
 
     own = lims.get(url, {"format": "jsonl"})
     assert own.status_code == 200
-    assert [json.loads(line)["document_id"] for line in own.content.splitlines()] == [
+    assert [json.loads(line)["document_id"] for line in own.getvalue().splitlines()] == [
         str(mine.document_id)
     ]
     everything = ml.get(url, {"format": "csv"})
-    assert everything.content.decode().count("\n") == 3  # header and two records
+    assert everything.getvalue().decode().count("\n") == 3  # header and two records
     bundle = lims.get(url)  # FHIR by default
     assert bundle["Content-Type"] == "application/fhir+json"
-    assert len(of_type(resources(bundle.content), "DocumentReference")) == 1
+    assert len(of_type(resources(bundle.getvalue()), "DocumentReference")) == 1
     assert lims.get(url, {"type": "x-ray"}).status_code == 400
     assert lims.get(url, {"format": "pdf"}).status_code == 400
     assert Client().get(url).status_code == 401
 
     document = reverse("api:document_fhir", args=[mine.document_id])
-    found = resources(lims.get(document).content)
+    found = resources(lims.get(document).getvalue())
     assert {r["resourceType"] for r in found} == {
         "Device",
         "DocumentReference",

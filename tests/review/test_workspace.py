@@ -44,7 +44,7 @@ def opened(user, packet):
 def export(client, **params):
     response = client.get(reverse("review:export"), {"format": "jsonl", **params})
     assert response.status_code == 200
-    return [json.loads(line) for line in response.content.decode().splitlines()]
+    return [json.loads(line) for line in response.getvalue().decode().splitlines()]
 
 
 def template_fields(doc_type):
@@ -328,13 +328,13 @@ def test_the_export_carries_page_text_only_on_request_and_the_command_matches(
     assert [p["number"] for p in with_text["pages"]] == [1, 2]
     assert with_text["pages"][1]["text"].startswith("TEST REQUISITION")
     csv = admin.get(reverse("review:export"), {"format": "csv", "with_text": "on"})
-    assert csv.content.decode().splitlines()[0].endswith(",reason,note,pages")
+    assert csv.getvalue().decode().splitlines()[0].endswith(",reason,note,pages")
     out = tmp_path / "gt.jsonl"
     call_command("export_ground_truth", "--with-text", "--out", str(out))
     page = admin.get(reverse("review:export"), {"format": "jsonl", "with_text": "on"})
-    assert out.read_bytes() == page.content
+    assert out.read_bytes() == page.getvalue()
     call_command("export_ground_truth", "--out", str(out))
-    assert out.read_bytes() == admin.get(reverse("review:export"), {"format": "jsonl"}).content
+    assert out.read_bytes() == admin.get(reverse("review:export"), {"format": "jsonl"}).getvalue()
 
 
 def test_export_audit_events_name_the_file_they_produced(reviewer, admin_user):
@@ -342,7 +342,7 @@ def test_export_audit_events_name_the_file_they_produced(reviewer, admin_user):
 
     packet = make_packet()
     opened(reviewer, packet).post(reverse("review:validate", args=[packet.pk]))
-    body = login(admin_user).get(reverse("review:export"), {"format": "jsonl"}).content
+    body = login(admin_user).get(reverse("review:export"), {"format": "jsonl"}).getvalue()
     event = AuditEvent.objects.get(action="exported")
     digest = hashlib.sha256(body).hexdigest()
     assert (event.object_type, event.object_id) == ("GroundTruth", f"export:{digest[:16]}")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from contextlib import closing
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -9,10 +10,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from review.exports import (
     FORMATS,
+    STREAMED,
     ExportFilter,
     ExportUnavailable,
+    Streamed,
     export_bytes,
     export_digest,
+    export_stream,
     export_write,
 )
 from review.models import GroundTruth
@@ -62,6 +66,9 @@ class Command(BaseCommand):
             key: options[key]
             for key in ("format", "start", "end", "source", "doc_type", "all_versions", "with_text")
         }
+        if fmt in STREAMED:
+            self._stream(records, fmt=fmt, out=out, filters=filters, with_text=options["with_text"])
+            return
         try:
             if out:
                 path = Path(out)
@@ -102,3 +109,36 @@ class Command(BaseCommand):
             records=records.count(),
         )
         self.stdout.write(body.decode(), ending="")
+
+    def _stream(
+        self, records: Any, *, fmt: str, out: str | None, filters: dict[str, Any], with_text: bool
+    ) -> None:
+        """JSONL, CSV and FHIR are written as they are read, and audited once at the end
+        with the digest of the bytes written."""
+        if not out and not records.exists():
+            raise CommandError("No ground truth matches.")
+        written: list[Streamed] = []
+
+        def audit(result: Streamed) -> None:
+            written.append(result)
+            export_audit(
+                user=None,
+                digest=result.digest,
+                filters={**filters, "via": "command"},
+                records=result.records,
+                complete=result.complete,
+            )
+
+        chunks = export_stream(
+            records, fmt=fmt, site_url=settings.SITE_URL, with_text=with_text, on_end=audit
+        )
+        with closing(chunks):  # a failed write still ends the stream, and audits it
+            if out:
+                with Path(out).open("wb") as handle:
+                    for chunk in chunks:
+                        handle.write(chunk)
+            else:
+                for chunk in chunks:
+                    self.stdout.write(chunk.decode(), ending="")
+        if out:
+            self.stderr.write(f"Wrote {written[0].records} record(s) to {out}")
