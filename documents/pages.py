@@ -247,6 +247,27 @@ def _text_layer_page(page: Any, number: int, tables: _TableFinder) -> PageConten
         has_paths = page_has_paths(page)
     lines = _lines_of(chars)
     table_boxes = tables.boxes(number) if has_paths and lines else []
+    return _layout_page(
+        number,
+        lines,
+        table_boxes,
+        line_words=lambda line: _line_words(line, geometry),
+        width=geometry.width,
+        height=geometry.height,
+    )
+
+
+def _layout_page(
+    number: int,
+    lines: list[_Line],
+    table_boxes: list[tuple[float, float, float, float]],
+    *,
+    line_words: Callable[[_Line], list[Word]],
+    width: float,
+    height: float,
+) -> PageContent:
+    """A text-layer page from its lines, whichever reader found them: paragraphs in reading
+    order, block types (a paragraph inside a ruled table is a table), word boxes."""
     paragraphs: list[str] = []
     block_types: list[str] = []
     words: list[Word] = []
@@ -255,14 +276,14 @@ def _text_layer_page(page: Any, number: int, tables: _TableFinder) -> PageConten
         in_table = table_boxes and _in_any(block[0], table_boxes)
         block_types.append(TABLE if in_table else block_type)
         for line in block:
-            words.extend(_line_words(line, geometry))
+            words.extend(line_words(line))
     content = PageContent(
         number=number,
         paragraphs=paragraphs,
         block_types=block_types,
         has_tables=bool(table_boxes),
-        width=float(geometry.width),
-        height=float(geometry.height),
+        width=float(width),
+        height=float(height),
     )
     content.boxes = align_words(content.text, words)
     return content
@@ -406,25 +427,14 @@ def _plumber_word_in_fractions(word: list[Any], page: Any, left: float, upper: f
 
 
 def _plumber_text_layer_page(page: Any, number: int) -> PageContent:
-    tables = _table_boxes(page)
-    paragraphs: list[str] = []
-    block_types: list[str] = []
-    words: list[Word] = []
-    for text, block_type, lines in group_lines(_plumber_lines_of(page)):
-        paragraphs.append(text)
-        block_types.append(TABLE if tables and _in_any(lines[0], tables) else block_type)
-        for line in lines:
-            words.extend(_plumber_line_words(line, page))
-    content = PageContent(
-        number=number,
-        paragraphs=paragraphs,
-        block_types=block_types,
-        has_tables=bool(tables),
-        width=float(page.width),
-        height=float(page.height),
+    return _layout_page(
+        number,
+        _plumber_lines_of(page),
+        _table_boxes(page),
+        line_words=lambda line: _plumber_line_words(line, page),
+        width=page.width,
+        height=page.height,
     )
-    content.boxes = align_words(content.text, words)
-    return content
 
 
 def _plumber_ocr_page(page: Any, number: int, *, ocr: OcrEngine, dpi: int) -> PageContent:
