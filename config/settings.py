@@ -184,6 +184,22 @@ RQ_QUEUES = {
     },
 }
 JOB_RESULT_TTL = env_int("JOB_RESULT_TTL", 3600, minimum=0)
+# The cache holds derived figures only (the review queue's counts); with Redis it is shared by
+# every web process, so a decision made in one is seen by all at the next refresh.
+CACHES = {
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "vetted",
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+# Queue counts are recomputed after any packet is created, decided or reopened, and at least
+# this often (for changes made outside Vetted's services, such as a database restore).
+QUEUE_COUNTS_MAX_AGE_SECONDS = env_int("QUEUE_COUNTS_MAX_AGE_SECONDS", 60, minimum=1)
 # Workers import the job code and the Gemini SDK once, before forking a process per job.
 RQ = {"WORKER_CLASS": "config.worker.Worker"}
 

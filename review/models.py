@@ -45,7 +45,28 @@ class ReviewPacket(models.Model):
 
     class Meta:
         ordering = ["priority", "created_at"]
-        indexes = [models.Index(fields=["status", "priority", "created_at"])]
+        # The queue's order (BLOCKER first, then oldest, id to break ties) for each status, and
+        # for open packets alone and by each filter, so a page is a range of one index.
+        indexes = [
+            models.Index(
+                fields=["status", "priority", "created_at", "id"], name="packet_status_order"
+            ),
+            models.Index(
+                fields=["priority", "created_at", "id"],
+                condition=models.Q(status__in=["pending", "in_review"]),
+                name="packet_open_order",
+            ),
+            models.Index(
+                fields=["dominant_type", "priority", "created_at", "id"],
+                condition=models.Q(status__in=["pending", "in_review"]),
+                name="packet_open_type_order",
+            ),
+            models.Index(
+                fields=["worst_severity", "priority", "created_at", "id"],
+                condition=models.Q(status__in=["pending", "in_review"]),
+                name="packet_open_severity_order",
+            ),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(status__in=["pending", "in_review", "completed"]),
@@ -174,6 +195,8 @@ class Review(models.Model):
                 name="one_standing_review_per_packet",
             )
         ]
+        # A reviewer's day and last decision (the queue's counts, undo).
+        indexes = [models.Index(fields=["reviewer", "-finished_at"], name="review_by_reviewer")]
 
     def __str__(self) -> str:
         return f"{self.get_outcome_display()} packet {self.packet_id}"

@@ -19,7 +19,6 @@ from django.db.models import (
     OuterRef,
     Q,
     QuerySet,
-    Subquery,
     Sum,
 )
 from django.utils import timezone
@@ -30,7 +29,7 @@ from documents.boxes import span_rects
 from documents.models import Document, Page
 from engine import quality
 from engine.fields.templates import find_template
-from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput, Severity
+from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput
 from reliability import llm_runtime
 from reliability.models import Attempt, Extraction, Run
 from review.corrections import extraction_record
@@ -63,17 +62,27 @@ def lock_is_free(packet: ReviewPacket, user: Any, *, now: datetime | None = None
 
 def next_packet_for(user: Any, *, exclude: tuple[int, ...] = ()) -> ReviewPacket | None:
     """The open packet this user should take next: packets they skipped come after all their
-    other work (the least recently skipped first); then BLOCKER first, then oldest."""
+    other work (the least recently skipped first); then BLOCKER first, then oldest.
+
+    Two short reads rather than one sort of every open packet by its skip time: the first
+    walks the queue's index past the few packets this user skipped."""
     now = timezone.now()
-    skipped = ReviewSkip.objects.filter(packet=OuterRef("pk"), reviewer=user).values("skipped_at")[
-        :1
-    ]
-    return (
+    available = (
         ReviewPacket.objects.filter(status__in=ReviewPacket.OPEN_STATUSES)
         .filter(lock_available(user, now))
         .exclude(pk__in=exclude)
-        .annotate(skipped_at=Subquery(skipped))
-        .order_by(F("skipped_at").asc(nulls_first=True), "priority", "created_at", "pk")
+    )
+    skipped = ReviewSkip.objects.filter(reviewer=user)
+    fresh = (
+        available.exclude(pk__in=skipped.values("packet_id"))
+        .order_by("priority", "created_at", "pk")
+        .first()
+    )
+    if fresh is not None:
+        return fresh
+    return (
+        available.filter(skips__reviewer=user)
+        .order_by("skips__skipped_at", "priority", "created_at", "pk")
         .first()
     )
 
@@ -96,77 +105,6 @@ def undo_available(user: Any, *, minutes: int) -> bool:
         .first()
     )
     return last is not None and last > timezone.now() - timedelta(minutes=minutes)
-
-
-def issue_code_choices() -> list[str]:
-    """The issue codes of packets still open, for the queue's filter."""
-    rows = (
-        ReviewPacket.objects.filter(status__in=ReviewPacket.OPEN_STATUSES)
-        .exclude(issue_codes="")
-        .values_list("issue_codes", flat=True)
-        .distinct()
-    )
-    return sorted({code for row in rows for code in row.split()})
-
-
-def queue_packets(
-    *, status: str, doc_type: str, severity: str, code: str = "", search: str = ""
-) -> QuerySet[ReviewPacket]:
-    """The queue's rows for a filter, BLOCKER first, then oldest."""
-    packets = ReviewPacket.objects.select_related("document", "locked_by").only(
-        "pk",
-        "status",
-        "priority",
-        "dominant_type",
-        "worst_severity",
-        "issue_count",
-        "created_at",
-        "lock_expires_at",
-        "document__original_filename",
-        "document__page_count",
-        "locked_by__username",
-        "locked_by__first_name",
-        "locked_by__last_name",
-    )
-    if status == "open":
-        packets = packets.filter(status__in=ReviewPacket.OPEN_STATUSES)
-    elif status in ReviewPacket.Status.values:
-        packets = packets.filter(status=status)
-    if doc_type in {t.value for t in DOC_TYPES}:
-        packets = packets.filter(dominant_type=doc_type)
-    if severity in Severity.__members__:
-        packets = packets.filter(worst_severity=severity)
-    if code and code.replace("_", "").isalnum():
-        packets = packets.filter(issue_codes__contains=f" {code} ")
-    if search.strip():
-        packets = packets.filter(document__original_filename__icontains=search.strip())
-    return packets.order_by("priority", "created_at", "pk")
-
-
-def queue_counts() -> dict[str, int]:
-    today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
-    return ReviewPacket.objects.aggregate(
-        pending=Count("pk", filter=Q(status=ReviewPacket.Status.PENDING)),
-        in_review=Count("pk", filter=Q(status=ReviewPacket.Status.IN_REVIEW)),
-        blockers=Count("pk", filter=Q(status__in=ReviewPacket.OPEN_STATUSES, priority=0)),
-        completed_today=Count(
-            "pk", filter=Q(status=ReviewPacket.Status.COMPLETED, updated_at__gte=today)
-        ),
-    )
-
-
-def my_progress(user: Any) -> dict[str, int]:
-    """A reviewer's own day: decisions standing since midnight, and packets waiting that
-    they could take (open and not locked by someone else)."""
-    today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
-    return {
-        "decided_today": Review.objects.filter(
-            reviewer=user, finished_at__gte=today, withdrawn_at__isnull=True
-        ).count(),
-        "waiting": ReviewPacket.objects.filter(status__in=ReviewPacket.OPEN_STATUSES)
-        .filter(lock_available(user, timezone.now()))
-        .count(),
-    }
 
 
 # -- one packet -------------------------------------------------------------------------------

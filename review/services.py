@@ -45,6 +45,7 @@ from review.models import (
     ReviewSkip,
     SecondReview,
 )
+from review.queue import queue_changed
 from review.selectors import (
     ground_truth_fields,
     lock_available,
@@ -136,6 +137,7 @@ def packet_create(
     all_issues = sort_issues(list(best.verification.issues) + list(extra_issues or []))
     issues = [i.model_dump(mode="json") for i in all_issues]
     worst = min((SEVERITY_ORDER[i.severity] for i in all_issues), default=2)
+    queue_changed()
     return ReviewPacket.objects.create(
         run=run,
         document=run.document,
@@ -422,6 +424,7 @@ def review_submit(
             },
         )
         second_review_consider(review=review, packet=packet)
+        queue_changed()
     logger.info("packet %s %s by user %s", packet_id, outcome, reviewer.pk)
     return review
 
@@ -504,6 +507,7 @@ def _withdraw(*, packet_id: int, user: Any, how: str) -> Review:
             "version": truth.version,
         },
     )
+    queue_changed()  # the packet is back in the queue
     return review
 
 

@@ -9,7 +9,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
@@ -24,6 +23,7 @@ from documents.sandbox import SandboxFailed
 from documents.services import page_image_path
 from engine.schemas import DISPLAY_NAMES, ClassificationOutput, Severity
 from reliability.selectors import loop_monitoring
+from review import queue as review_queue
 from review import selectors, services
 from review.exports import (
     CONTENT_TYPES,
@@ -63,18 +63,30 @@ def _get_packet_for_reviewer(request: HtmxHttpRequest, packet_id: int) -> Review
 @login_required
 def queue(request: HtmxHttpRequest) -> HttpResponse:
     require_permission(request, "review.review_packets")
+    counts = review_queue.queue_counts()
+    context: dict[str, Any] = {
+        "counts": counts,
+        "mine": review_queue.my_progress(request.user, open_total=counts["open"]),
+    }
+    if request.htmx and request.htmx.target == "queue-counts":  # the 10-second refresh
+        return render(request, "review/queue.html#queue-counts", context)
     status = request.GET.get("status", "open")
     doc_type = request.GET.get("type", "")
     severity = request.GET.get("severity", "")
     code = request.GET.get("code", "")
     search = request.GET.get("q", "")
-    packets = selectors.queue_packets(
-        status=status, doc_type=doc_type, severity=severity, code=code, search=search
+    filters = {"status": status, "doc_type": doc_type, "severity": severity, "code": code}
+    page = review_queue.queue_page(
+        review_queue.queue_packets(**filters, search=search),
+        after=request.GET.get("after", ""),
+        before=request.GET.get("before", ""),
+        total=review_queue.queue_total(**filters, search=search),
+        size=settings.REVIEW_PAGE_SIZE,
     )
-    page = Paginator(packets, settings.REVIEW_PAGE_SIZE).get_page(request.GET.get("page"))
-    filters = request.GET.copy()
-    filters.pop("page", None)
-    context = {
+    query = request.GET.copy()
+    for key in ("after", "before", "page"):
+        query.pop(key, None)
+    context |= {
         "page": page,
         "status": status,
         "type": doc_type,
@@ -83,16 +95,12 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
         "q": search,
         "type_choices": TYPE_CHOICES,
         "severity_choices": SEVERITY_CHOICES,
-        "code_choices": selectors.issue_code_choices(),
-        "counts": selectors.queue_counts(),
-        "mine": selectors.my_progress(request.user),
+        "code_choices": review_queue.issue_code_choices(),
         "undo_available": selectors.undo_available(request.user, minutes=services.UNDO_MINUTES),
         "now": timezone.now(),
-        "filters": filters.urlencode(),
+        "filters": query.urlencode(),
     }
-    template = "review/queue.html"
-    if request.htmx:
-        template += "#queue-counts" if request.htmx.target == "queue-counts" else "#queue-table"
+    template = "review/queue.html" + ("#queue-table" if request.htmx else "")
     return render(request, template, context)
 
 

@@ -35,6 +35,16 @@ def media_root(settings: Any, tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def empty_cache() -> Iterator[None]:
+    """Derived figures (the queue's counts) cached by one test are not seen by the next."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def fresh_llm_throttle() -> Iterator[None]:
     """The in-process circuit and rate limit start closed and empty in every test."""
     from reliability import llm_runtime

@@ -481,10 +481,10 @@ def test_the_queue_searches_file_names_and_filters_by_issue_code(reviewer):
     )
     client = login(reviewer)
     by_code = client.get(reverse("review:queue"), {"code": "fabricated_evidence"})
-    assert [p.pk for p in by_code.context["page"].object_list] == [fabricated.pk]
+    assert [p.pk for p in by_code.context["page"].packets] == [fabricated.pk]
     assert "fabricated_evidence" in by_code.context["code_choices"]
     by_name = client.get(reverse("review:queue"), {"q": "DOC-2"})
-    assert [p.pk for p in by_name.context["page"].object_list] == [plain.pk]
+    assert [p.pk for p in by_name.context["page"].packets] == [plain.pk]
 
 
 def test_the_queue_shows_the_reviewers_own_progress(reviewer, other_reviewer):

@@ -1,0 +1,272 @@
+"""The review queue at hospital scale: pages by position in the queue, not by offset, and
+counts kept in the cache between changes. No database writes here.
+
+A page of the queue is found by the last (or first) packet of the page before it: a cursor
+``priority.created_at.pk`` that the index on (priority, created_at, id) of open packets serves
+directly, so page 4,000 costs what page 1 costs. Counts (open, BLOCKER, decided today, the
+total of a filter, the issue codes on offer) would scan every open packet; they are computed
+once per *generation* and kept in the cache. Review services call :func:`queue_changed` when
+a packet enters or leaves the queue (created, decided, undone, reopened), which starts a new
+generation; ``QUEUE_COUNTS_MAX_AGE_SECONDS`` bounds how long a count can miss a change made
+outside them. What changes every minute (packets in review, locks) is counted live from small
+index ranges.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.db.models import BooleanField, Count, Q, QuerySet
+from django.db.models.expressions import RawSQL
+from django.utils import timezone
+
+from engine.schemas import DOC_TYPES, Severity
+from review.models import Review, ReviewPacket
+
+logger = logging.getLogger(__name__)
+
+ORDER = ("priority", "created_at", "pk")
+_GENERATION_KEY = "review:queue:generation"
+T = TypeVar("T")
+
+
+# -- what is shown ----------------------------------------------------------------------------
+
+
+def queue_packets(
+    *, status: str, doc_type: str, severity: str, code: str = "", search: str = ""
+) -> QuerySet[ReviewPacket]:
+    """The queue's rows for a filter, unordered (pages order them: BLOCKER first, then oldest)."""
+    packets = ReviewPacket.objects.select_related("document", "locked_by").only(
+        "pk",
+        "status",
+        "priority",
+        "dominant_type",
+        "worst_severity",
+        "issue_count",
+        "created_at",
+        "lock_expires_at",
+        "document__original_filename",
+        "document__page_count",
+        "locked_by__username",
+        "locked_by__first_name",
+        "locked_by__last_name",
+    )
+    return packets.filter(_filter(status, doc_type, severity, code, search))
+
+
+def _filter(status: str, doc_type: str, severity: str, code: str, search: str) -> Q:
+    q = Q()
+    if status == "open":
+        q &= Q(status__in=ReviewPacket.OPEN_STATUSES)
+    elif status in ReviewPacket.Status.values:
+        q &= Q(status=status)
+    if doc_type in {t.value for t in DOC_TYPES}:
+        q &= Q(dominant_type=doc_type)
+    if severity in Severity.__members__:
+        q &= Q(worst_severity=severity)
+    if code and code.replace("_", "").isalnum():
+        q &= Q(issue_codes__contains=f" {code} ")
+    if search.strip():
+        q &= Q(document__original_filename__icontains=search.strip())
+    return q
+
+
+@dataclass(frozen=True)
+class QueuePage:
+    packets: list[ReviewPacket]
+    total: int  # packets matching the filter (from the cache, see module docstring)
+    first: bool  # this page starts the queue
+    after: str  # cursor of the next page ("" when this is the last)
+    before: str  # cursor of the previous page ("" when this is the first)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def cursor_of(packet: ReviewPacket) -> str:
+    micros = (packet.created_at - _EPOCH) // _MICROSECOND  # exact, unlike a float timestamp
+    return f"{packet.priority}.{micros}.{packet.pk}"
+
+
+def parse_cursor(text: str) -> tuple[int, datetime, int] | None:
+    parts = text.split(".")
+    if len(parts) != 3 or not all(p.isdigit() and len(p) < 20 for p in parts):
+        return None
+    priority, micros, pk = (int(p) for p in parts)
+    try:
+        created = _EPOCH + micros * _MICROSECOND
+    except OverflowError:
+        return None
+    return priority, created, pk
+
+
+def _beyond(key: tuple[int, datetime, int], op: str) -> RawSQL:
+    """(priority, created_at, id) compared with a cursor as one row value, which PostgreSQL
+    answers as a range of the queue's index (and SQLite understands too)."""
+    table = connection.ops.quote_name(ReviewPacket._meta.db_table)
+    columns = ", ".join(
+        f"{table}.{connection.ops.quote_name(c)}" for c in ("priority", "created_at", "id")
+    )
+    priority, created, pk = key
+    value = connection.ops.adapt_datetimefield_value(created)
+    return RawSQL(f"({columns}) {op} (%s, %s, %s)", (priority, value, pk), BooleanField())
+
+
+def queue_page(
+    packets: QuerySet[ReviewPacket], *, after: str = "", before: str = "", total: int, size: int
+) -> QueuePage:
+    """One page of ``packets`` in queue order: the first, the one after cursor ``after``, or
+    the one before cursor ``before``. An unreadable cursor gives the first page."""
+    if key := parse_cursor(after):
+        rows = list(packets.filter(_beyond(key, ">")).order_by(*ORDER)[: size + 1])
+        more, rows = len(rows) > size, rows[:size]
+        return QueuePage(
+            packets=rows,
+            total=total,
+            first=False,
+            after=cursor_of(rows[-1]) if more else "",
+            before=cursor_of(rows[0]) if rows else "",
+        )
+    if key := parse_cursor(before):
+        descending = [f"-{f}" for f in ORDER]
+        rows = list(packets.filter(_beyond(key, "<")).order_by(*descending)[: size + 1])
+        more, rows = len(rows) > size, rows[:size][::-1]
+        if more:
+            return QueuePage(
+                packets=rows,
+                total=total,
+                first=False,
+                after=cursor_of(rows[-1]) if rows else "",
+                before=cursor_of(rows[0]),
+            )
+        # Fewer than a page before the cursor: that is the start of the queue.
+    rows = list(packets.order_by(*ORDER)[: size + 1])
+    more, rows = len(rows) > size, rows[:size]
+    return QueuePage(
+        packets=rows, total=total, first=True, after=cursor_of(rows[-1]) if more else "", before=""
+    )
+
+
+# -- counts -----------------------------------------------------------------------------------
+
+
+def queue_changed() -> None:
+    """A packet entered or left the queue: counts are computed afresh at the next read. Called
+    at once and again after the transaction commits, so a read between the two cannot keep a
+    count that misses the change."""
+    _new_generation()
+    transaction.on_commit(_new_generation)
+
+
+def _new_generation() -> None:
+    try:
+        cache.set(_GENERATION_KEY, timezone.now().timestamp(), timeout=None)
+    except Exception:  # the cache is an optimisation: a failure must not fail a decision
+        logger.warning("queue counts: the cache could not be updated", exc_info=True)
+
+
+def _cached(name: str, compute: Callable[[], T]) -> T:
+    """``compute()`` kept under ``name`` for the current generation of the queue."""
+    try:
+        generation = cache.get(_GENERATION_KEY)
+        if generation is None:
+            generation = timezone.now().timestamp()
+            cache.add(_GENERATION_KEY, generation, timeout=None)
+            generation = cache.get(_GENERATION_KEY, generation)
+        key = f"review:queue:{generation}:{name}"
+        value = cache.get(key)
+        if value is not None:
+            return value  # type: ignore[no-any-return]
+    except Exception:
+        logger.warning("queue counts: the cache could not be read", exc_info=True)
+        return compute()
+    value = compute()
+    try:
+        cache.set(key, value, timeout=settings.QUEUE_COUNTS_MAX_AGE_SECONDS)
+    except Exception:
+        logger.warning("queue counts: the cache could not be updated", exc_info=True)
+    return value
+
+
+def _today() -> datetime:
+    return timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def queue_counts() -> dict[str, int]:
+    """Open, pending, in review, open with a BLOCKER, and decided today."""
+    today = _today()
+
+    def standing() -> dict[str, int]:
+        return ReviewPacket.objects.aggregate(
+            open=Count("pk", filter=Q(status__in=ReviewPacket.OPEN_STATUSES)),
+            blockers=Count("pk", filter=Q(status__in=ReviewPacket.OPEN_STATUSES, priority=0)),
+            completed_today=Count(
+                "pk", filter=Q(status=ReviewPacket.Status.COMPLETED, updated_at__gte=today)
+            ),
+        )
+
+    counts = dict(_cached(f"counts:{today.date().isoformat()}", standing))
+    # Opening and releasing packets does not change the generation: count those live (a range
+    # of the status index as long as the number of packets being reviewed right now).
+    counts["in_review"] = ReviewPacket.objects.filter(status=ReviewPacket.Status.IN_REVIEW).count()
+    counts["pending"] = max(counts["open"] - counts["in_review"], 0)
+    return counts
+
+
+def queue_total(*, status: str, doc_type: str, severity: str, code: str, search: str) -> int:
+    """How many packets match a filter."""
+    fields = "\x1f".join((status, doc_type, severity, code, search.strip().lower()))
+    digest = hashlib.sha256(fields.encode()).hexdigest()[:24]
+    return _cached(
+        f"total:{digest}",
+        lambda: ReviewPacket.objects.filter(
+            _filter(status, doc_type, severity, code, search)
+        ).count(),
+    )
+
+
+def issue_code_choices() -> list[str]:
+    """The issue codes of packets still open, for the queue's filter."""
+
+    def compute() -> list[str]:
+        rows = (
+            ReviewPacket.objects.filter(status__in=ReviewPacket.OPEN_STATUSES)
+            .exclude(issue_codes="")
+            .order_by()
+            .values_list("issue_codes", flat=True)
+            .distinct()
+        )
+        return sorted({code for row in rows for code in row.split()})
+
+    return _cached("codes", compute)
+
+
+def my_progress(user: Any, *, open_total: int) -> dict[str, int]:
+    """A reviewer's own day: decisions standing since midnight, and packets waiting that
+    they could take (open and not locked by someone else: the open count less the few packets
+    other reviewers hold right now)."""
+    held_by_others = (
+        ReviewPacket.objects.filter(
+            status=ReviewPacket.Status.IN_REVIEW,
+            locked_by__isnull=False,
+            lock_expires_at__gt=timezone.now(),
+        )
+        .exclude(locked_by=user)
+        .count()
+    )
+    return {
+        "decided_today": Review.objects.filter(
+            reviewer=user, finished_at__gte=_today(), withdrawn_at__isnull=True
+        ).count(),
+        "waiting": max(open_total - held_by_others, 0),
+    }
