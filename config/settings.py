@@ -200,6 +200,8 @@ CACHES = {
 # Queue counts are recomputed after any packet is created, decided or reopened, and at least
 # this often (for changes made outside Vetted's services, such as a database restore).
 QUEUE_COUNTS_MAX_AGE_SECONDS = env_int("QUEUE_COUNTS_MAX_AGE_SECONDS", 60, minimum=1)
+# The metrics page's aggregates over every run and review are shared for this long.
+METRICS_MAX_AGE_SECONDS = env_int("METRICS_MAX_AGE_SECONDS", 60, minimum=0)
 # Workers import the job code and the Gemini SDK once, before forking a process per job.
 RQ = {"WORKER_CLASS": "config.worker.Worker"}
 

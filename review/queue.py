@@ -15,23 +15,21 @@ index ranges.
 from __future__ import annotations
 
 import hashlib
-import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import BooleanField, Count, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
+from config.caching import cache_get, cache_set, cached
 from engine.schemas import DOC_TYPES, Severity
 from review.models import Review, ReviewPacket
-
-logger = logging.getLogger(__name__)
 
 ORDER = ("priority", "created_at", "pk")
 _GENERATION_KEY = "review:queue:generation"
@@ -169,33 +167,20 @@ def queue_changed() -> None:
 
 
 def _new_generation() -> None:
-    try:
-        cache.set(_GENERATION_KEY, timezone.now().timestamp(), timeout=None)
-    except Exception:  # the cache is an optimisation: a failure must not fail a decision
-        logger.warning("queue counts: the cache could not be updated", exc_info=True)
+    cache_set(_GENERATION_KEY, time.time(), timeout=None)
 
 
 def _cached(name: str, compute: Callable[[], T]) -> T:
     """``compute()`` kept under ``name`` for the current generation of the queue."""
-    try:
-        generation = cache.get(_GENERATION_KEY)
-        if generation is None:
-            generation = timezone.now().timestamp()
-            cache.add(_GENERATION_KEY, generation, timeout=None)
-            generation = cache.get(_GENERATION_KEY, generation)
-        key = f"review:queue:{generation}:{name}"
-        value = cache.get(key)
-        if value is not None:
-            return value  # type: ignore[no-any-return]
-    except Exception:
-        logger.warning("queue counts: the cache could not be read", exc_info=True)
-        return compute()
-    value = compute()
-    try:
-        cache.set(key, value, timeout=settings.QUEUE_COUNTS_MAX_AGE_SECONDS)
-    except Exception:
-        logger.warning("queue counts: the cache could not be updated", exc_info=True)
-    return value
+    generation = cache_get(_GENERATION_KEY)
+    if generation is None:
+        generation = time.time()
+        cache_set(_GENERATION_KEY, generation, timeout=None)
+    return cached(
+        f"review:queue:{generation}:{name}",
+        compute,
+        timeout=settings.QUEUE_COUNTS_MAX_AGE_SECONDS,
+    )
 
 
 def _today() -> datetime:

@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
+from config.caching import cached
 from config.http import HtmxHttpRequest, require_permission
 from documents.models import Document
 from documents.sandbox import SandboxFailed
@@ -562,12 +563,18 @@ def export(request: HtmxHttpRequest) -> HttpResponseBase:
 @login_required
 def metrics(request: HtmxHttpRequest) -> HttpResponse:
     require_permission(request, "review.view_metrics")
-    context = {
-        **selectors.review_metrics(),
-        **selectors.audit_metrics(),
-        **selectors.second_review_metrics(),
-        "loop": loop_monitoring(),
-    }
+
+    def compute() -> dict[str, Any]:
+        return {
+            **selectors.review_metrics(),
+            **selectors.audit_metrics(),
+            **selectors.second_review_metrics(),
+            "loop": loop_monitoring(),
+            "as_of": timezone.now(),
+        }
+
+    # Aggregates over every run and review: computed at most once a minute for all admins.
+    context = cached("review:metrics", compute, timeout=settings.METRICS_MAX_AGE_SECONDS)
     return render(request, "review/metrics.html", context)
 
 

@@ -547,3 +547,19 @@ def test_metrics_medians_are_computed_by_the_database(admin_user, reviewer, othe
     response = login(admin_user).get(reverse("review:metrics"))
     assert response.context["turnaround_hours"] == pytest.approx(3.0)
     assert [(a["reviews"], a["agreed"]) for a in response.context["agreement"]] == [(2, 1)]
+
+
+def test_metrics_are_shared_for_a_minute_then_computed_again(admin_user, reviewer, settings):
+    """Aggregates over every run are computed once for all admins, then again when they are
+    older than METRICS_MAX_AGE_SECONDS (the page says when they were computed)."""
+    from django.core.cache import cache
+
+    first = make_packet(sha="1")
+    login(reviewer).post(reverse("review:validate", args=[first.pk]))
+    admin = login(admin_user)
+    before = admin.get(reverse("review:metrics"))
+    assert before.context["decided"]["escalated"] == 1 and 'id="metrics-as-of"' in before.text
+    make_packet(sha="2")
+    assert admin.get(reverse("review:metrics")).context["decided"]["escalated"] == 1
+    cache.delete("review:metrics")  # as when the minute is over
+    assert admin.get(reverse("review:metrics")).context["decided"]["escalated"] == 2

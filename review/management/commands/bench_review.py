@@ -17,7 +17,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
-from django.test import Client
+from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
@@ -99,6 +99,7 @@ class Command(BaseCommand):
             for page in small:
                 self.stdout.write(f"  {page:<26}{small[page]:>4} -> {large[page]}")
             timings = self._serve_and_time(options["requests"])
+            timings["metrics_fresh"] = self._fresh_metrics(users["admin"], repeat=20)
         finally:
             if not options["keep"]:
                 self._cleanup()
@@ -337,6 +338,26 @@ class Command(BaseCommand):
             counts[name] = len(queries)
         return counts
 
+    def _fresh_metrics(self, admin: Any, *, repeat: int) -> list[float]:
+        """The metrics page with its aggregates computed on every request (no shared copy),
+        in this process: what the first admin after each minute waits for."""
+        client = Client()
+        client.force_login(admin)
+        values = []
+        with override_settings(METRICS_MAX_AGE_SECONDS=0):
+            for i in range(repeat + 2):
+                started = time.perf_counter()
+                response = client.get(reverse("review:metrics"), headers={"Host": "localhost"})
+                elapsed = (time.perf_counter() - started) * 1000
+                assert response.status_code == 200
+                if i >= 2:
+                    values.append(elapsed)
+        self.stdout.write(
+            f"  metrics computed afresh (in process, no shared copy): median "
+            f"{statistics.median(values):6.1f} ms   p95 {_p95(values):6.1f} ms   n={len(values)}"
+        )
+        return values
+
     def _login(self, base: str, username: str) -> urllib.request.OpenerDirector:
         jar = http.cookiejar.CookieJar()
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
@@ -431,6 +452,8 @@ class Command(BaseCommand):
                 "documents_page",
                 "reliability_run",
                 "review_reviewpacket",
+                "review_review",
+                "review_groundtruth",
                 "review_auditevent",
                 "django_session",
             ):
