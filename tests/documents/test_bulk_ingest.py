@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -223,3 +224,35 @@ def test_bench_bulk_ingest_with_real_workers_loses_and_duplicates_nothing(
     assert figures["rq_failed_jobs"] == 0
     assert "documents/minute" in out
     assert not Document.objects.exists()  # removed afterwards
+
+
+def test_a_work_horse_reads_a_pdf_with_nothing_left_to_import(pathology_pdf, tmp_path):
+    """The worker imports before it forks what ingestion needs (pytesseract pulls in pandas:
+    half a second, in every job, when it was imported in the horse)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    (tmp_path / "report.pdf").write_bytes(pathology_pdf)
+    script = f"""
+import sys, django
+django.setup()
+from config.worker import preload
+preload()
+before = set(sys.modules)
+from documents.services import pages_extract
+pages = pages_extract(name="document.pdf", data=open({str(tmp_path / "report.pdf")!r}, "rb").read())
+assert len(pages) == 3, pages
+print(sorted({{m.split(".")[0] for m in set(sys.modules) - before}}))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
