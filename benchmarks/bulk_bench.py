@@ -153,7 +153,7 @@ def _wait(
     tag: str, *, classify: bool, timeout: float, say: Callable[[str], None]
 ) -> tuple[bool, float]:
     """Until no document of this run is uploaded or ingesting (and, with ``classify``, no run
-    is pending or running), a line every 15 s. Returns whether they finished, and when
+    is pending or running), a line every 30 s. Returns whether they finished, and when
     (time.time()) the wait ended."""
     from reliability.models import Run
 
@@ -173,7 +173,7 @@ def _wait(
             return True, time.time()
         if now > deadline:
             return False, time.time()
-        if now - last >= 15:
+        if now - last >= 30:
             last = now
             ready = _ours(tag).filter(status="ready").count()
             say(

@@ -31,6 +31,7 @@ def preload() -> None:
     load_rules()
     # Every ingestion of a PDF builds the OCR engine (documents.services.pages_extract).
     import pytesseract  # noqa: F401
+
     if llm.configured(settings):
         try:
             llm.client_from_settings(settings)  # the SDK and its client, inherited by each job
