@@ -161,8 +161,9 @@ def documents_create_many(
             _enqueue_ingest_many([str(document.pk) for _, document in new])
     except IntegrityError:
         # Lost a race with an identical upload: this batch again, one file at a time.
-        for index, document in new:
+        for _, document in new:
             document.file.delete(save=False)
+        for index, _ in new:
             name, content = files[index]
             try:
                 results[index] = document_create(filename=name, content=content, user=user)

@@ -256,3 +256,25 @@ print(sorted({{m.split(".")[0] for m in set(sys.modules) - before}}))
         check=True,
     )
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
+
+
+def test_a_batch_that_loses_a_race_with_an_identical_upload_is_stored_file_by_file(
+    media_root, monkeypatch
+):
+    real = services.inspect_uploads
+
+    def racing(**kwargs: Any) -> Any:
+        found = real(**kwargs)
+        services.document_create(filename="elsewhere.pdf", content=report(1), user=None)
+        return found
+
+    monkeypatch.setattr(services, "inspect_uploads", racing)
+    first, second = services.documents_create_many(
+        files=[("mine.pdf", report(1)), ("other.pdf", report(2))], user=None
+    )
+
+    assert isinstance(first, services.DuplicateUpload)
+    assert first.existing.original_filename == "elsewhere.pdf"
+    assert isinstance(second, Document) and second.original_filename == "other.pdf"
+    assert Document.objects.count() == 2
+    assert len([p for p in media_root.rglob("*") if p.is_file()]) == 2  # no orphan copy
