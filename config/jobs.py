@@ -8,7 +8,7 @@ committed yet.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -53,6 +53,21 @@ def job_exists(job_id: str) -> bool:
     from rq.job import Job
 
     return bool(Job.exists(job_id, connection=Redis.from_url(settings.REDIS_URL)))
+
+
+def jobs_missing(job_ids: Sequence[str]) -> set[str]:
+    """Those of ``job_ids`` Redis does not know, asked in one round trip. Inline: all."""
+    if jobs_run_inline() or not job_ids:
+        return set(job_ids)
+    from redis import Redis
+    from rq.job import Job
+
+    redis = Redis.from_url(settings.REDIS_URL)
+    with redis.pipeline(transaction=False) as pipe:
+        for job_id in job_ids:
+            pipe.exists(Job.key_for(job_id))
+        found = pipe.execute()
+    return {job_id for job_id, exists in zip(job_ids, found, strict=True) if not exists}
 
 
 def enqueue_at(func: str, *args: Any, when: datetime, job_id: str | None = None) -> bool:
@@ -100,3 +115,44 @@ def enqueue_on_commit(
             on_queue_error()
 
     transaction.on_commit(send)
+
+
+def enqueue_many_on_commit(
+    func: str,
+    calls: Sequence[tuple[tuple[Any, ...], str]],
+    *,
+    on_queue_error: Callable[[], None] | None = None,
+) -> None:
+    """``enqueue_on_commit`` of several calls of ``func``, each (args, job_id), sent to Redis
+    in one transaction (all queued or none) once the surrounding transaction commits."""
+
+    def send() -> None:
+        if jobs_run_inline():
+            for args, job_id in calls:
+                enqueue(func, *args, job_id=job_id)
+            return
+        from rq import Queue
+
+        try:
+            get_queue().enqueue_many(
+                [
+                    Queue.prepare_data(
+                        func,
+                        args,
+                        job_id=job_id,
+                        result_ttl=settings.JOB_RESULT_TTL,
+                        failure_ttl=7 * 86400,
+                    )
+                    for args, job_id in calls
+                ]
+            )
+        except RedisError:
+            logger.exception("could not enqueue %s jobs of %s", len(calls), func)
+            if on_queue_error is None:
+                raise
+            on_queue_error()
+            return
+        logger.info("enqueued %s jobs of %s", len(calls), func)
+
+    if calls:
+        transaction.on_commit(send)

@@ -1,7 +1,9 @@
-"""The RQ worker class (settings.RQ["WORKER_CLASS"]): it imports the job code, the rule data and,
-when Gemini is configured, the Gemini SDK and its client once, in the worker process, before it
-forks a work horse per job. Otherwise every job pays for them again (about a second for
-google-genai alone), which at a model latency of seconds is a third of a worker's throughput."""
+"""The RQ worker class (settings.RQ["WORKER_CLASS"]): it imports the job code, the rule data, the
+OCR binding and, when Gemini is configured, the Gemini SDK and its client once, in the worker
+process, before it forks a work horse per job. Otherwise every job pays for them again (about a
+second for google-genai alone, which at a model latency of seconds is a third of a worker's
+throughput; half a second for pytesseract, which imports pandas, four times the ingestion of a
+three-page text PDF)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,9 @@ def preload() -> None:
 
     load_vocabulary()
     load_rules()
+    # Every ingestion of a PDF builds the OCR engine (documents.services.pages_extract).
+    import pytesseract  # noqa: F401
+
     if llm.configured(settings):
         try:
             llm.client_from_settings(settings)  # the SDK and its client, inherited by each job

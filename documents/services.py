@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,13 +18,13 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from config.heartbeat import Heartbeat
-from config.jobs import enqueue_on_commit, job_exists
+from config.jobs import enqueue_many_on_commit, enqueue_on_commit, job_exists, jobs_missing
 from documents.models import Document, Page
 from documents.ocr import make_tesseract_engine
 from documents.pages import OCR, PageContent, UnreadableDocument
 from documents.sandbox import Limits, SandboxFailed, run_sandboxed
 from documents.untrusted import extract_checked, render_checked
-from documents.validation import CheckLimits, UploadRefused, inspect_upload
+from documents.validation import CheckLimits, UploadRefused, inspect_upload, inspect_uploads
 from integrations.models import Event
 from integrations.services import event_emit
 
@@ -46,6 +47,14 @@ class DuplicateUpload(UploadRefused):
         self.existing = existing
 
 
+def _check_limits() -> CheckLimits:
+    return CheckLimits(
+        memory_mb=settings.SANDBOX_CHECK_MEMORY_MB,
+        seconds=settings.SANDBOX_CHECK_SECONDS,
+        max_page_points=settings.PAGE_MAX_POINTS,
+    )
+
+
 def document_create(
     *, filename: str, content: bytes, user: Any | None, options: dict[str, Any] | None = None
 ) -> Document:
@@ -58,11 +67,7 @@ def document_create(
         data=content,
         max_bytes=settings.UPLOAD_MAX_BYTES,
         max_pages=settings.UPLOAD_MAX_PAGES,
-        limits=CheckLimits(
-            memory_mb=settings.SANDBOX_CHECK_MEMORY_MB,
-            seconds=settings.SANDBOX_CHECK_SECONDS,
-            max_page_points=settings.PAGE_MAX_POINTS,
-        ),
+        limits=_check_limits(),
     )
     existing = Document.objects.filter(sha256=info.sha256).first()
     if existing is not None:
@@ -100,6 +105,114 @@ def document_create(
     return document
 
 
+def documents_create_many(
+    *, files: Sequence[tuple[str, bytes]], user: Any | None
+) -> list[Document | UploadRefused]:
+    """``document_create`` of each (filename, content), in order: its new document, or the
+    refusal it would have met (DuplicateUpload for a file stored already). For the bulk
+    ``ingest``: one query for duplicates, one sandboxed check for the PDFs
+    (validation.inspect_uploads), one transaction and one round trip to the queue.
+
+    A file stored already (same SHA-256) is refused as a duplicate before it is checked
+    again, so running a folder again costs a hash per file. A second copy of a file in the
+    same batch is a duplicate of the first. If an identical upload elsewhere wins a race, the
+    batch is stored again file by file through ``document_create``.
+    """
+    results: list[Document | UploadRefused | None] = [None] * len(files)
+    shas = [hashlib.sha256(content).hexdigest() for _, content in files]
+    existing = {d.sha256: d for d in Document.objects.filter(sha256__in=set(shas))}
+    first: dict[str, int] = {}
+    copies: list[int] = []
+    for index, ((name, _), sha) in enumerate(zip(files, shas, strict=True)):
+        if sha in existing:
+            results[index] = DuplicateUpload(
+                _duplicate_message(name=name, existing=existing[sha]), existing=existing[sha]
+            )
+        elif sha in first:
+            copies.append(index)
+        else:
+            first[sha] = index
+    checked = inspect_uploads(
+        files=[files[index] for index in first.values()],
+        max_bytes=settings.UPLOAD_MAX_BYTES,
+        max_pages=settings.UPLOAD_MAX_PAGES,
+        limits=_check_limits(),
+    )
+    new: list[tuple[int, Document]] = []
+    uploader = user if user is not None and user.is_authenticated else None
+    try:
+        for index, info in zip(first.values(), checked, strict=True):
+            if isinstance(info, UploadRefused):
+                results[index] = info
+                continue
+            name, content = files[index]
+            document = Document(
+                original_filename=name[:255],
+                sha256=info.sha256,
+                mime_type=info.mime_type,
+                size_bytes=info.size_bytes,
+                page_count=info.page_count,
+                uploaded_by=uploader,
+            )
+            document.file.save("upload", ContentFile(content), save=False)
+            new.append((index, document))
+        with transaction.atomic():
+            Document.objects.bulk_create([document for _, document in new])
+            _enqueue_ingest_many([str(document.pk) for _, document in new])
+    except IntegrityError:
+        # Lost a race with an identical upload: this batch again, one file at a time.
+        for _, document in new:
+            document.file.delete(save=False)
+        for index, _ in new:
+            name, content = files[index]
+            try:
+                results[index] = document_create(filename=name, content=content, user=user)
+            except UploadRefused as refused:
+                results[index] = refused
+    except BaseException:
+        for _, document in new:
+            document.file.delete(save=False)
+        raise
+    else:
+        for index, document in new:
+            results[index] = document
+        if new:
+            logger.info("documents created n=%s", len(new))
+    for index in copies:
+        name, content = files[index]
+        original = results[first[shas[index]]]
+        if isinstance(original, Document):
+            results[index] = DuplicateUpload(
+                _duplicate_message(name=name, existing=original), existing=original
+            )
+        else:  # refused: refused again, in its own name
+            try:
+                results[index] = document_create(filename=name, content=content, user=user)
+            except UploadRefused as refused:
+                results[index] = refused
+    return [result for result in results if result is not None]
+
+
+def documents_requeue_lost(*, documents: Sequence[Document]) -> int:
+    """Queue again the ingestion of those ``documents`` whose job was lost: uploaded, with
+    no job Redis knows (the process that stored them stopped between commit and queue), or
+    failed only because the queue was unreachable. Returns how many were queued. A second
+    job for a document is harmless: only the first claim does work."""
+    uploaded = [d for d in documents if d.status == Document.Status.UPLOADED]
+    missing = jobs_missing([_ingest_job_id(str(d.pk), d.ingest_attempts) for d in uploaded])
+    queued = 0
+    for document in uploaded:
+        if _ingest_job_id(str(document.pk), document.ingest_attempts) in missing:
+            queued += _requeue(document, status=Document.Status.UPLOADED)
+    for document in documents:
+        if (
+            document.status == Document.Status.FAILED
+            and document.error_code == Document.QUEUE_UNREACHABLE
+        ):
+            queued += _requeue(document, status=Document.Status.FAILED)
+    return queued
+
+
 QUEUE_UNREACHABLE = (
     "The file is stored, but it could not be queued for reading because the job queue is "
     "unreachable. It is queued again automatically when the queue is back; nothing to do."
@@ -123,6 +236,22 @@ def _enqueue_ingest(*, document_id: str, attempt: int) -> None:
         on_queue_error=lambda: document_fail(
             document_id=document_id, message=QUEUE_UNREACHABLE, code=Document.QUEUE_UNREACHABLE
         ),
+    )
+
+
+def _enqueue_ingest_many(document_ids: list[str]) -> None:
+    def unreachable() -> None:
+        Document.objects.filter(pk__in=document_ids).update(
+            status=Document.Status.FAILED,
+            error=QUEUE_UNREACHABLE,
+            error_code=Document.QUEUE_UNREACHABLE,
+            updated_at=timezone.now(),
+        )
+
+    enqueue_many_on_commit(
+        INGEST_JOB,
+        [((document_id,), _ingest_job_id(document_id, 0)) for document_id in document_ids],
+        on_queue_error=unreachable,
     )
 
 

@@ -2,16 +2,16 @@
 
 Three entry points, one per place a file is parsed: ``pdf_facts`` (the upload check: page
 count, encryption and page sizes, read by PDFium, which does not walk the page tree object by
-object the way pdfminer does), ``extract_checked`` (ingestion, OCR included) and
-``render_checked`` (a page image). The last two look at the page geometry first: pages larger
-than the limit are refused, and the resolution is lowered so that no page image has more than
-``max_pixels`` pixels.
+object the way pdfminer does; ``pdf_facts_many`` for a batch of uploads), ``extract_checked``
+(ingestion, OCR included) and ``render_checked`` (a page image). The last two look at the page
+geometry first: pages larger than the limit are refused, and the resolution is lowered so that
+no page image has more than ``max_pixels`` pixels.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +76,20 @@ def pdf_facts(data: bytes, *, max_pages: int, max_points: float) -> PdfFacts:
         return PdfFacts(page_count=count, oversized=oversized)
     finally:
         pdf.close()
+
+
+def pdf_facts_many(
+    datas: Sequence[bytes], *, max_pages: int, max_points: float
+) -> list[PdfFacts | None]:
+    """``pdf_facts`` of several files, in order; None for a file on which it raised (the
+    caller checks that one again alone, to report what stopped it)."""
+    found: list[PdfFacts | None] = []
+    for data in datas:
+        try:
+            found.append(pdf_facts(data, max_pages=max_pages, max_points=max_points))
+        except Exception:
+            found.append(None)
+    return found
 
 
 def oversized_message(oversized: tuple[int, float, float], max_points: float) -> str:

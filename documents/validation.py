@@ -7,13 +7,14 @@ and the tests.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
 from config.errors import Refused
 from documents.pages import decode_text, extract_text_file
 from documents.sandbox import Limits, SandboxFailed, run_sandboxed
-from documents.untrusted import PdfFacts, oversized_message, pdf_facts
+from documents.untrusted import PdfFacts, oversized_message, pdf_facts, pdf_facts_many
 
 MIME_PDF = "application/pdf"
 MIME_TEXT = "text/plain"
@@ -65,7 +66,8 @@ def looks_like_pdf(data: bytes) -> bool:
     return data.lstrip()[:5] == b"%PDF-"
 
 
-def _pdf_page_count(name: str, data: bytes, *, max_pages: int, limits: CheckLimits) -> int:
+def _pdf_prechecks(name: str, data: bytes) -> None:
+    """What can be told of a PDF without parsing it."""
     if not looks_like_pdf(data):
         raise UploadRefused(
             code="not_pdf",
@@ -77,25 +79,38 @@ def _pdf_page_count(name: str, data: bytes, *, max_pages: int, limits: CheckLimi
             message=f"“{name}” is incomplete: the file ends early, as if the download or copy was "
             "cut off. Upload the complete file.",
         )
+
+
+def _sandbox_limits(limits: CheckLimits) -> Limits:
+    return Limits(
+        memory_mb=limits.memory_mb, cpu_seconds=limits.seconds, wall_seconds=limits.seconds
+    )
+
+
+def _unsafe(name: str, failed: SandboxFailed) -> UploadRefused:
+    return UploadRefused(
+        code="unsafe",
+        message=f"“{name}” was refused: {failed.message}. Print it to a new PDF, or split "
+        "it, and upload that.",
+    )
+
+
+def _facts_in_sandbox(name: str, data: bytes, *, max_pages: int, limits: CheckLimits) -> PdfFacts:
     try:
         facts: PdfFacts = run_sandboxed(
             pdf_facts,
             data,
             task="upload_check",
-            limits=Limits(
-                memory_mb=limits.memory_mb,
-                cpu_seconds=limits.seconds,
-                wall_seconds=limits.seconds,
-            ),
+            limits=_sandbox_limits(limits),
             max_pages=max_pages,
             max_points=limits.max_page_points,
         )
     except SandboxFailed as failed:
-        raise UploadRefused(
-            code="unsafe",
-            message=f"“{name}” was refused: {failed.message}. Print it to a new PDF, or split "
-            "it, and upload that.",
-        ) from None
+        raise _unsafe(name, failed) from None
+    return facts
+
+
+def _page_count_from_facts(name: str, facts: PdfFacts, *, limits: CheckLimits) -> int:
     if facts.encrypted:
         raise UploadRefused(
             code="encrypted",
@@ -116,24 +131,16 @@ def _pdf_page_count(name: str, data: bytes, *, max_pages: int, limits: CheckLimi
     return facts.page_count
 
 
-def inspect_upload(
-    *,
-    name: str,
-    data: bytes,
-    max_bytes: int,
-    max_pages: int,
-    limits: CheckLimits | None = None,
-) -> UploadInfo:
-    """The cheap checks of one upload. A file that is a PDF is checked as one whatever its
-    name (a PDF named .txt is never decoded as text); the PDF is opened only in the sandbox."""
+def _sniff(name: str, data: bytes, *, max_bytes: int) -> tuple[str, int | None]:
+    """The checks that need no parser: the file's type, and a text file's page count (a
+    PDF's, None, is read in the sandbox). A file that is a PDF is checked as one whatever its
+    name (a PDF named .txt is never decoded as text)."""
     check_size(name=name, size=len(data), max_bytes=max_bytes)
-    limits = limits or CheckLimits()
     suffix = PurePath(name).suffix.lower()
     if suffix == ".pdf" or (suffix == ".txt" and looks_like_pdf(data)):
-        mime_type = MIME_PDF
-        page_count = _pdf_page_count(name, data, max_pages=max_pages, limits=limits)
-    elif suffix == ".txt":
-        mime_type = MIME_TEXT
+        _pdf_prechecks(name, data)
+        return MIME_PDF, None
+    if suffix == ".txt":
         text = decode_text(data)
         if text is None:
             raise UploadRefused(
@@ -143,12 +150,14 @@ def inspect_upload(
             )
         if not text.strip():
             raise UploadRefused(code="no_text", message=f"“{name}” contains no text.")
-        page_count = len(extract_text_file(text))
-    else:
-        raise UploadRefused(
-            code="unsupported",
-            message=f"“{name}” is not a PDF or plain-text file. Upload .pdf or .txt files.",
-        )
+        return MIME_TEXT, len(extract_text_file(text))
+    raise UploadRefused(
+        code="unsupported",
+        message=f"“{name}” is not a PDF or plain-text file. Upload .pdf or .txt files.",
+    )
+
+
+def _info(name: str, data: bytes, *, mime_type: str, page_count: int, max_pages: int) -> UploadInfo:
     if page_count == 0:
         raise UploadRefused(code="no_pages", message=f"“{name}” has no pages.")
     if page_count > max_pages:
@@ -163,3 +172,78 @@ def inspect_upload(
         sha256=hashlib.sha256(data).hexdigest(),
         size_bytes=len(data),
     )
+
+
+def inspect_upload(
+    *,
+    name: str,
+    data: bytes,
+    max_bytes: int,
+    max_pages: int,
+    limits: CheckLimits | None = None,
+) -> UploadInfo:
+    """The cheap checks of one upload. A file that is a PDF is checked as one whatever its
+    name (a PDF named .txt is never decoded as text); the PDF is opened only in the sandbox."""
+    limits = limits or CheckLimits()
+    mime_type, page_count = _sniff(name, data, max_bytes=max_bytes)
+    if page_count is None:
+        facts = _facts_in_sandbox(name, data, max_pages=max_pages, limits=limits)
+        page_count = _page_count_from_facts(name, facts, limits=limits)
+    return _info(name, data, mime_type=mime_type, page_count=page_count, max_pages=max_pages)
+
+
+def inspect_uploads(
+    *,
+    files: Sequence[tuple[str, bytes]],
+    max_bytes: int,
+    max_pages: int,
+    limits: CheckLimits | None = None,
+) -> list[UploadInfo | UploadRefused]:
+    """``inspect_upload`` of each (name, data), in order: its UploadInfo or its refusal.
+
+    The same checks and the same refusals, but the PDFs are read by one sandboxed child
+    rather than one child each (a fork costs more than reading a clean PDF's page tree). That
+    child runs under the limits of a single file, for all of them together; it cannot do
+    more than a child given one file could. When a limit stops it (a hostile file among
+    them), or a file raised in it, those files are checked again one by one, each in a child
+    of its own, so every refusal reads exactly as it would for that file alone.
+    """
+    limits = limits or CheckLimits()
+    results: list[UploadInfo | UploadRefused | None] = [None] * len(files)
+    sniffed: dict[int, tuple[str, int | None]] = {}
+    for index, (name, data) in enumerate(files):
+        try:
+            sniffed[index] = _sniff(name, data, max_bytes=max_bytes)
+        except UploadRefused as refused:
+            results[index] = refused
+    pdfs = [index for index, (_, count) in sniffed.items() if count is None]
+    batch: list[PdfFacts | None] = [None] * len(pdfs)
+    if len(pdfs) > 1:
+        try:
+            found = run_sandboxed(
+                pdf_facts_many,
+                [files[index][1] for index in pdfs],
+                task="upload_check_batch",
+                limits=_sandbox_limits(limits),
+                max_pages=max_pages,
+                max_points=limits.max_page_points,
+            )
+        except SandboxFailed:
+            found = None  # each file again, alone, under its own limits
+        if isinstance(found, list) and len(found) == len(pdfs):
+            batch = [f if isinstance(f, PdfFacts) else None for f in found]
+    facts_of = dict(zip(pdfs, batch, strict=True))
+    for index, (mime_type, page_count) in sniffed.items():
+        name, data = files[index]
+        try:
+            if page_count is None:
+                facts = facts_of[index] or _facts_in_sandbox(
+                    name, data, max_pages=max_pages, limits=limits
+                )
+                page_count = _page_count_from_facts(name, facts, limits=limits)
+            results[index] = _info(
+                name, data, mime_type=mime_type, page_count=page_count, max_pages=max_pages
+            )
+        except UploadRefused as refused:
+            results[index] = refused
+    return [result for result in results if result is not None]
