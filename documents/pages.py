@@ -211,19 +211,24 @@ def _word_in_fractions(word: list[Any], geometry: PageGeometry, left: float, upp
     )
 
 
-class _TableFinder:
-    """pdfplumber's table finder, opened only when a page draws lines or boxes (the only pages
-    that can hold ruled tables): text-only documents never pay for pdfminer's parse."""
+class _Plumber:
+    """The same file opened with pdfplumber, only when a page needs it: for its table finder
+    on a page that draws lines or boxes (the only pages that can hold ruled tables), or to
+    read a whole page PDFium cannot read exactly. Text-only documents never pay for
+    pdfminer's parse."""
 
     def __init__(self, data: bytes) -> None:
         self._data = data
         self._pdf: Any = None
 
-    def boxes(self, number: int) -> list[tuple[float, float, float, float]]:
+    def _page(self, number: int) -> Any:
+        if self._pdf is None:
+            self._pdf = pdfplumber.open(io.BytesIO(self._data))
+        return self._pdf.pages[number - 1]
+
+    def table_boxes(self, number: int) -> list[tuple[float, float, float, float]]:
         try:
-            if self._pdf is None:
-                self._pdf = pdfplumber.open(io.BytesIO(self._data))
-            page = self._pdf.pages[number - 1]
+            page = self._page(number)
             try:
                 return _table_boxes(page)
             finally:
@@ -231,22 +236,31 @@ class _TableFinder:
         except Exception:  # a table is a block type, never a reason to refuse a page
             return []
 
+    def text_layer_page(self, number: int) -> PageContent:
+        page = self._page(number)
+        try:
+            return _plumber_text_layer_page(page, number)
+        finally:
+            page.close()
+
     def close(self) -> None:
         if self._pdf is not None:
             self._pdf.close()
 
 
-def _text_layer_page(page: Any, number: int, tables: _TableFinder) -> PageContent:
+def _text_layer_page(page: Any, number: int, plumber: _Plumber) -> PageContent:
     geometry = page_geometry(page)
     with PDFIUM_LOCK:
         textpage = page.get_textpage()
         try:
-            chars = page_chars(page, textpage)
+            chars, exact = page_chars(page, textpage)
         finally:
             textpage.close()
-        has_paths = page_has_paths(page)
+        has_paths = exact and page_has_paths(page)
+    if not exact:
+        return plumber.text_layer_page(number)
     lines = _lines_of(chars)
-    table_boxes = tables.boxes(number) if has_paths and lines else []
+    table_boxes = plumber.table_boxes(number) if has_paths and lines else []
     return _layout_page(
         number,
         lines,
@@ -330,14 +344,14 @@ def _extract_pdf_pdfium(
         raise UnreadableDocument(
             "The PDF could not be opened: it is damaged or protected."
         ) from exc
-    tables = _TableFinder(data)
+    plumber = _Plumber(data)
     try:
         for index in range(1, total + 1):
             page: Any = None
             try:
                 with PDFIUM_LOCK:
                     page = pdf[index - 1]
-                content = _text_layer_page(page, index, tables)
+                content = _text_layer_page(page, index, plumber)
                 if len("".join(content.text.split())) < min_text_chars:
                     if ocr is None:
                         raise UnreadableDocument(
@@ -360,7 +374,7 @@ def _extract_pdf_pdfium(
             if on_page is not None:
                 on_page(index, total)
     finally:
-        tables.close()
+        plumber.close()
         with PDFIUM_LOCK:
             pdf.close()
     return pages

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import pypdfium2.raw as pdfium_c
 import pypdfium2_raw.bindings as pdfium_bindings
+from pdfminer.fontmetrics import FONT_METRICS
 
 X_TOLERANCE = 3.0  # pdfplumber's defaults
 Y_TOLERANCE = 3.0
@@ -43,6 +44,15 @@ class Char(NamedTuple):
     x1: float
     bottom: float
     upright: bool
+
+
+class PageText(NamedTuple):
+    chars: list[Char]
+    exact: bool  # False: PDFium left out glyphs pdfminer reads; read the page with pdfplumber
+
+
+# How far (points) a text object may reach left of its first kept glyph's box.
+_DROPPED_GLYPH_MARGIN = 0.05
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,9 @@ _GET_FONT = _function("FPDFTextObj_GetFont", ctypes.c_void_p, ctypes.c_void_p)
 _GET_DESCENT = _function(
     "FPDFFont_GetDescent", ctypes.c_int, ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p
 )
+_GET_BASE_FONT_NAME = _function(
+    "FPDFFont_GetBaseFontName", ctypes.c_size_t, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t
+)
 _GET_GLYPH_WIDTH = _function(
     "FPDFFont_GetGlyphWidth",
     ctypes.c_int,
@@ -116,6 +129,25 @@ _GET_GLYPH_WIDTH = _function(
     ctypes.c_float,
     ctypes.c_void_p,
 )
+
+
+def _descent(font: Any, value: ctypes.c_float) -> float:
+    """The font's descent at size 1, as pdfminer takes it: from its own metrics of the
+    standard fonts when the font has such a name (PDFium measures its substitute font), else
+    from the font."""
+    if not font:
+        return 0.0
+    size = _GET_BASE_FONT_NAME(font, None, 0)
+    if 0 < size <= 256:
+        buffer = ctypes.create_string_buffer(size)
+        _GET_BASE_FONT_NAME(font, buffer, size)
+        metrics = FONT_METRICS.get(buffer.value.decode("latin-1"))
+        if metrics is not None:
+            descent: Any = metrics[0].get("Descent", 0)
+            return -abs(float(descent)) * 0.001
+    if _GET_DESCENT(font, 1.0, ctypes.byref(value)):
+        return float(value.value)
+    return 0.0
 
 
 def _all_text(raw: Any, count: int) -> str | None:
@@ -140,12 +172,13 @@ def page_has_paths(page: Any) -> bool:
     return False
 
 
-def page_chars(page: Any, textpage: Any) -> list[Char]:
-    """The page's characters in content order, without PDFium's generated spaces and breaks."""
+def page_chars(page: Any, textpage: Any) -> PageText:
+    """The page's characters in content order, without PDFium's generated spaces and breaks,
+    and whether they are all the characters pdfminer would read (see _with_dropped_objects)."""
     raw = textpage.raw
     count = pdfium_c.FPDFText_CountChars(raw)
     if count <= 0:
-        return []
+        return PageText([], True)
     geometry = page_geometry(page)
     a, b, c, d, e, f = _page_transform(page)
     mb_x0, mb_top = geometry.bbox[0], geometry.bbox[1]
@@ -159,7 +192,7 @@ def page_chars(page: Any, textpage: Any) -> list[Char]:
     get_origin = pdfium_c.FPDFText_GetCharOrigin
     all_text = _all_text(raw, count)
     origin_x_ref, origin_y_ref = ctypes.byref(origin_x), ctypes.byref(origin_y)
-    width_ref, descent_ref = ctypes.byref(glyph_width), ctypes.byref(descent_value)
+    width_ref = ctypes.byref(glyph_width)
     get_box = pdfium_c.FPDFText_GetLooseCharBox
     get_unicode = pdfium_c.FPDFText_GetUnicode
     is_generated = pdfium_c.FPDFText_IsGenerated
@@ -169,7 +202,11 @@ def page_chars(page: Any, textpage: Any) -> list[Char]:
     font: Any = None
     font_key: Any = None
     widths: dict[tuple[Any, int], float] = {}
-    upright = True
+    descents: dict[Any, float] = {}
+    first: dict[Any, int] = {}  # each text object's first character on the text page
+    upright = turned = True
+    text_matrix = (1.0, 0.0, 0.0, 1.0)
+    descent_ratio = 0.0
     last_key: Any = None
     last_origin = (0.0, 0.0)
     owners: list[Any] = []  # the text object of each char
@@ -189,6 +226,7 @@ def page_chars(page: Any, textpage: Any) -> list[Char]:
             continue
         if key != current_object:
             current_object = key
+            first.setdefault(key, index)
             pdfium_c.FPDFText_GetMatrix(raw, index, matrix)
             font_size = pdfium_c.FPDFText_GetFontSize(raw, index)
             # The character's matrix in pdfminer's page space decides size and uprightness.
@@ -201,9 +239,14 @@ def page_chars(page: Any, textpage: Any) -> list[Char]:
             size = font_size * scale
             advance_scale = font_size * (ma * ma + mb * mb) ** 0.5
             font = font_key = _GET_FONT(key)
-            descent = 0.0
-            if font and _GET_DESCENT(font, 1.0, descent_ref):
-                descent = descent_value.value * size
+            if font not in descents:
+                descents[font] = _descent(font, descent_value)
+            descent_ratio = descents[font]
+            descent = descent_ratio * size
+            # A turned glyph (not axis-aligned, or mirrored) is boxed the way pdfminer does:
+            # the box around the four corners of its (advance x font size) cell.
+            turned = mb != 0.0 or mc != 0.0 or not upright
+            text_matrix = (ma * font_size, mb * font_size, mc * font_size, md * font_size)
         get_origin(raw, index, origin_x_ref, origin_y_ref)
         # The advance width from the font's /Widths, as pdfminer measures a glyph.
         width = widths.get((font_key, code))
@@ -217,9 +260,12 @@ def page_chars(page: Any, textpage: Any) -> list[Char]:
         ox, oy = origin_x.value, origin_y.value
         px = a * ox + c * oy + e
         py = b * ox + d * oy + f
-        x0, x1 = px, px + width * advance_scale
-        y0 = py + descent
-        y1 = y0 + size
+        if turned:
+            x0, y0, x1, y1 = _turned_box(px, py, text_matrix, width, descent_ratio)
+        else:
+            x0, x1 = px, px + width * advance_scale
+            y0 = py + descent
+            y1 = y0 + size
         if (
             chars
             and key == last_key
@@ -252,7 +298,25 @@ def page_chars(page: Any, textpage: Any) -> list[Char]:
                 upright=upright,
             )
         )
-    return _with_dropped_duplicates(page, chars, owners)
+    return _with_dropped_objects(page, textpage, chars, owners, first)
+
+
+def _turned_box(
+    px: float,
+    py: float,
+    matrix: tuple[float, float, float, float],
+    width: float,
+    descent: float,
+) -> tuple[float, float, float, float]:
+    """pdfminer's box of a glyph under a rotated or skewed matrix (font size included): the
+    bounds of the corners of (0, descent) - (advance, descent + 1) in text space."""
+    ma, mb, mc, md = matrix
+    xs, ys = [], []
+    for u in (0.0, width):
+        for v in (descent, descent + 1.0):
+            xs.append(px + ma * u + mc * v)
+            ys.append(py + mb * u + md * v)
+    return min(xs), min(ys), max(xs), max(ys)
 
 
 def _object_bounds(obj: Any) -> tuple[float, float, float, float]:
@@ -261,62 +325,54 @@ def _object_bounds(obj: Any) -> tuple[float, float, float, float]:
     return left.value, bottom.value, right.value, top.value
 
 
-def _with_dropped_duplicates(page: Any, chars: list[Char], owners: list[Any]) -> list[Char]:
-    """Put back the text objects PDFium's text page leaves out as repeats of a recent one.
+def _with_dropped_objects(
+    page: Any, textpage: Any, chars: list[Char], owners: list[Any], first: dict[Any, int]
+) -> PageText:
+    """Check the page's text objects against what PDFium's text page kept of them.
 
-    PDFium drops a text object that matches one of the few before it (a list's bullet drawn
-    again on the next line, say); pdfminer keeps every one. A dropped object draws the same
-    glyphs as the earlier object with the same shape, so its characters are that object's,
-    moved by the difference of their bounds; they go where the object is in content order.
+    PDFium's text page leaves out what it takes for repeats: a glyph drawn again over itself
+    within 0.07 em (fake bold), and a whole text object repeating a recent one. pdfminer keeps
+    every glyph, so such a page is not exact (its characters cannot be recovered here). A
+    dropped object with no extent is a word space drawn alone: a blank goes where it was,
+    which keeps the words on either side apart, as pdfminer's space character does.
     """
     raw = page.raw
-    by_owner: dict[Any, list[int]] = {}
+    box = [ctypes.c_double() for _ in range(4)]
+    starts: dict[Any, int] = {}
     for position, owner in enumerate(owners):
-        by_owner.setdefault(owner, []).append(position)
+        starts.setdefault(owner, position)
     inserts: dict[int, list[Char]] = {}
-    recent: list[tuple[Any, tuple[float, float, float, float]]] = []
     pending: list[Char] = []
+    exact = True
     for index in range(pdfium_c.FPDFPage_CountObjects(raw)):
         obj = pdfium_c.FPDFPage_GetObject(raw, index)
         if pdfium_c.FPDFPageObj_GetType(obj) != pdfium_c.FPDF_PAGEOBJ_TEXT:
             continue
         key = ctypes.cast(obj, ctypes.c_void_p).value
-        bounds = _object_bounds(obj)
-        positions = by_owner.get(key)
-        if positions:
-            if pending:
-                inserts.setdefault(positions[0], []).extend(pending)
-                pending = []
-            recent = [*recent[-4:], (key, bounds)]
-            continue
-        for source, source_bounds in reversed(recent):
-            same_shape = (
-                abs((bounds[2] - bounds[0]) - (source_bounds[2] - source_bounds[0])) < 0.01
-                and abs((bounds[3] - bounds[1]) - (source_bounds[3] - source_bounds[1])) < 0.01
-            )
-            if not same_shape:
-                continue
-            dx = bounds[0] - source_bounds[0]
-            dy = bounds[1] - source_bounds[1]
-            pending.extend(
-                Char(ch.text, ch.x0 + dx, ch.top - dy, ch.x1 + dx, ch.bottom - dy, ch.upright)
-                for ch in (chars[p] for p in by_owner[source])
-            )
-            break
-        else:
-            left, bottom, right, top = bounds
+        left, bottom, right, top = _object_bounds(obj)
+        start = starts.get(key)
+        if start is None:
             if right - left < 0.01 or top - bottom < 0.01:
-                # A word space drawn as its own object has no extent: a blank where it was
-                # keeps the words on either side apart, as pdfminer's space character does.
                 pending.append(_blank(page, obj, left, bottom))
+            else:
+                exact = False
+            continue
+        if pending:
+            inserts.setdefault(start, []).extend(pending)
+            pending = []
+        # A glyph dropped as drawn over the first one shows as object bounds reaching left
+        # of the first glyph kept.
+        pdfium_c.FPDFText_GetCharBox(textpage.raw, first[key], *box)
+        if left < box[0].value - _DROPPED_GLYPH_MARGIN:
+            exact = False
     if not inserts and not pending:
-        return chars
+        return PageText(chars, exact)
     merged: list[Char] = []
     for position, ch in enumerate(chars):
         merged.extend(inserts.get(position, ()))
         merged.append(ch)
     merged.extend(pending)
-    return merged
+    return PageText(merged, exact)
 
 
 def _blank(page: Any, obj: Any, x: float, y: float) -> Char:
@@ -357,22 +413,43 @@ def _begins_new_word(previous: Char, current: Char) -> bool:
     )
 
 
+def _begins_new_turned_word(previous: Char, current: Char) -> bool:
+    """pdfplumber's test for turned text, read top to bottom: tops instead of x."""
+    return (
+        current.top < previous.top
+        or current.top > previous.bottom + Y_TOLERANCE
+        or abs(current.x0 - previous.x0) > X_TOLERANCE
+    )
+
+
 def _words(chars: list[Char]) -> list[list[Char]]:
     """pdfplumber's WordExtractor with default settings: runs of upright chars, lines by
-    clustered tops, chars left to right, a blank or a gap ending a word."""
+    clustered tops, chars left to right, a blank or a gap ending a word. Runs of turned chars
+    are read the other way: lines by clustered x0, chars top to bottom."""
     words: list[list[Char]] = []
-    for _upright, group in itertools.groupby(chars, key=lambda ch: ch.upright):
+    for upright, group in itertools.groupby(chars, key=lambda ch: ch.upright):
         run = list(group)
-        clusters = _cluster([ch.top for ch in run], Y_TOLERANCE)
-        by_line = sorted(run, key=lambda ch: clusters[ch.top])
-        for _line, line_chars in itertools.groupby(by_line, key=lambda ch: clusters[ch.top]):
+        if upright:
+            keys = [ch.top for ch in run]
+            clusters = _cluster(keys, Y_TOLERANCE)
+            order: Any = _upright_order
+            begins = _begins_new_word
+        else:
+            keys = [ch.x0 for ch in run]
+            clusters = _cluster(keys, X_TOLERANCE)
+            order = _turned_order
+            begins = _begins_new_turned_word
+        lines: dict[int, list[Char]] = {}
+        for ch, key in zip(run, keys, strict=True):
+            lines.setdefault(clusters[key], []).append(ch)
+        for line_id in sorted(lines):
             current: list[Char] = []
-            for ch in sorted(line_chars, key=lambda ch: ch.x0):
+            for ch in sorted(lines[line_id], key=order):
                 if ch.text.isspace():
                     if current:
                         words.append(current)
                     current = []
-                elif current and _begins_new_word(current[-1], ch):
+                elif current and begins(current[-1], ch):
                     words.append(current)
                     current = [ch]
                 else:
@@ -380,6 +457,14 @@ def _words(chars: list[Char]) -> list[list[Char]]:
             if current:
                 words.append(current)
     return words
+
+
+def _upright_order(ch: Char) -> float:
+    return ch.x0
+
+
+def _turned_order(ch: Char) -> tuple[float, float]:
+    return (ch.top, ch.bottom)
 
 
 def text_lines(chars: list[Char]) -> list[Line]:
