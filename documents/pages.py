@@ -174,6 +174,18 @@ def _line_words(line: _Line, geometry: PageGeometry) -> list[Word]:
     """The words of one text line with their boxes. The line's characters carry positions
     but no spaces; a space in the line's text between two characters ends a word."""
     left, upper = geometry.bbox[0], geometry.bbox[1]
+    if line.words:
+        width, height = geometry.width, geometry.height
+        return [
+            (
+                text,
+                fraction(x0 - left, width),
+                fraction(top - upper, height),
+                fraction(x1 - left, width),
+                fraction(bottom - upper, height),
+            )
+            for text, x0, top, x1, bottom in line.words
+        ]
     words: list[Word] = []
     current: list[Any] | None = None  # [text, x0, top, x1, bottom] in points
     cursor = 0

@@ -62,6 +62,8 @@ class Line:
     top: float
     bottom: float
     chars: tuple[Any, ...] = ()
+    # The line's words, each (text, x0, top, x1, bottom) in points; empty: not known.
+    words: tuple[tuple[str, float, float, float, float], ...] = ()
 
     @property
     def height(self) -> float:
@@ -113,6 +115,17 @@ def _function(name: str, restype: Any, *argtypes: Any) -> Any:
 
 _GET_TEXT_OBJECT = _function(
     "FPDFText_GetTextObject", ctypes.c_void_p, pdfium_c.FPDF_TEXTPAGE, ctypes.c_int
+)
+_GET_TEXT_OBJECT_FAST = _function(
+    "FPDFText_GetTextObject", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int
+)
+_GET_CHAR_ORIGIN = _function(
+    "FPDFText_GetCharOrigin",
+    ctypes.c_int,
+    ctypes.c_void_p,
+    ctypes.c_int,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
 )
 _GET_FONT = _function("FPDFTextObj_GetFont", ctypes.c_void_p, ctypes.c_void_p)
 _GET_DESCENT = _function(
@@ -181,35 +194,41 @@ def page_chars(page: Any, textpage: Any) -> PageText:
         return PageText([], True)
     geometry = page_geometry(page)
     a, b, c, d, e, f = _page_transform(page)
-    mb_x0, mb_top = geometry.bbox[0], geometry.bbox[1]
-    height = geometry.height
+    # Page coordinates straight from a glyph origin (ox, oy) in PDF space:
+    # x = a*ox + c*oy + left; bottom = base - (b*ox + d*oy) - descent; top = bottom - size.
+    left = e + geometry.bbox[0]
+    base = geometry.height + geometry.bbox[1] - f
     rect = pdfium_c.FS_RECTF()
     matrix = pdfium_c.FS_MATRIX()
-    origin_x, origin_y = ctypes.c_double(), ctypes.c_double()
+    origin = (ctypes.c_double * 2)()
+    origin_x_at, origin_y_at = ctypes.addressof(origin), ctypes.addressof(origin) + 8
     descent_value = ctypes.c_float()
     glyph_width = ctypes.c_float()
-    get_object = _GET_TEXT_OBJECT
-    get_origin = pdfium_c.FPDFText_GetCharOrigin
-    all_text = _all_text(raw, count)
-    origin_x_ref, origin_y_ref = ctypes.byref(origin_x), ctypes.byref(origin_y)
     width_ref = ctypes.byref(glyph_width)
+    raw_address = ctypes.cast(raw, ctypes.c_void_p).value
+    get_object = _GET_TEXT_OBJECT_FAST
+    get_origin = _GET_CHAR_ORIGIN
+    all_text = _all_text(raw, count)
     get_box = pdfium_c.FPDFText_GetLooseCharBox
     get_unicode = pdfium_c.FPDFText_GetUnicode
     is_generated = pdfium_c.FPDFText_IsGenerated
     chars: list[Char] = []
+    append_char = chars.append
+    new_char = Char
     current_object: Any = None
     size = descent = advance_scale = 0.0
     font: Any = None
-    font_key: Any = None
-    widths: dict[tuple[Any, int], float] = {}
+    widths: dict[int, float] = {}
+    widths_of: dict[Any, dict[int, float]] = {}
     descents: dict[Any, float] = {}
     first: dict[Any, int] = {}  # each text object's first character on the text page
     upright = turned = True
     text_matrix = (1.0, 0.0, 0.0, 1.0)
     descent_ratio = 0.0
     last_key: Any = None
-    last_origin = (0.0, 0.0)
+    last_ox = last_oy = float("nan")
     owners: list[Any] = []  # the text object of each char
+    append_owner = owners.append
     for index in range(count):
         if all_text is not None:
             text = all_text[index]
@@ -217,11 +236,12 @@ def page_chars(page: Any, textpage: Any) -> PageText:
         else:
             code = get_unicode(raw, index)
             text = chr(code) if code < 0x110000 else "\ufffd"
-        if text in "\x02\ufffe":
-            text = "-"  # PDFium's mark for a hyphen that ends a line: pdfminer keeps the "-"
-        if text in "\r\n\x00" or (text.isspace() and is_generated(raw, index)):
-            continue
-        key = get_object(raw, index)
+        if code < 0x21 or code > 0x7E:
+            if text in "\x02\ufffe":
+                text = "-"  # PDFium's mark for a hyphen that ends a line: pdfminer keeps "-"
+            if text in "\r\n\x00" or (text.isspace() and is_generated(raw, index)):
+                continue
+        key = get_object(raw_address, index)
         if not key:
             continue
         if key != current_object:
@@ -238,41 +258,29 @@ def page_chars(page: Any, textpage: Any) -> PageText:
             scale = (mc * mc + md * md) ** 0.5
             size = font_size * scale
             advance_scale = font_size * (ma * ma + mb * mb) ** 0.5
-            font = font_key = _GET_FONT(key)
+            font = _GET_FONT(key)
             if font not in descents:
                 descents[font] = _descent(font, descent_value)
+                widths_of[font] = {}
+            widths = widths_of[font]
             descent_ratio = descents[font]
             descent = descent_ratio * size
             # A turned glyph (not axis-aligned, or mirrored) is boxed the way pdfminer does:
             # the box around the four corners of its (advance x font size) cell.
             turned = mb != 0.0 or mc != 0.0 or not upright
             text_matrix = (ma * font_size, mb * font_size, mc * font_size, md * font_size)
-        get_origin(raw, index, origin_x_ref, origin_y_ref)
+        get_origin(raw_address, index, origin_x_at, origin_y_at)
+        ox, oy = origin
         # The advance width from the font's /Widths, as pdfminer measures a glyph.
-        width = widths.get((font_key, code))
+        width = widths.get(code)
         if width is None:
             if font and _GET_GLYPH_WIDTH(font, code, 1.0, width_ref):
                 width = glyph_width.value
             else:
                 get_box(raw, index, rect)
                 width = (rect.right - rect.left) / advance_scale if advance_scale else 0.0
-            widths[(font_key, code)] = width
-        ox, oy = origin_x.value, origin_y.value
-        px = a * ox + c * oy + e
-        py = b * ox + d * oy + f
-        if turned:
-            x0, y0, x1, y1 = _turned_box(px, py, text_matrix, width, descent_ratio)
-        else:
-            x0, x1 = px, px + width * advance_scale
-            y0 = py + descent
-            y1 = y0 + size
-        if (
-            chars
-            and key == last_key
-            and ox == last_origin[0]
-            and oy == last_origin[1]
-            and text.isalpha()
-        ):
+            widths[code] = width
+        if ox == last_ox and oy == last_oy and key == last_key and text.isalpha():
             # PDFium splits a ligature glyph into its letters at one origin; pdfminer keeps
             # one character whose advance is the glyph's: take the glyph's loose box.
             get_box(raw, index, rect)
@@ -286,18 +294,21 @@ def page_chars(page: Any, textpage: Any) -> PageText:
                 previous.upright,
             )
             continue
-        last_key, last_origin = key, (ox, oy)
-        owners.append(key)
-        chars.append(
-            Char(
-                text=text,
-                x0=x0 + mb_x0,
-                top=(height - y1) + mb_top,
-                x1=x1 + mb_x0,
-                bottom=(height - y0) + mb_top,
-                upright=upright,
+        last_key, last_ox, last_oy = key, ox, oy
+        append_owner(key)
+        if turned:
+            x0, y0, x1, y1 = _turned_box(
+                a * ox + c * oy + e, b * ox + d * oy + f, text_matrix, width, descent_ratio
             )
-        )
+            x0 += geometry.bbox[0]
+            x1 += geometry.bbox[0]
+            append_char(new_char(text, x0, base + f - y1, x1, base + f - y0, upright))
+        else:
+            x0 = a * ox + c * oy + left
+            bottom = base - (b * ox + d * oy) - descent
+            append_char(
+                new_char(text, x0, bottom - size, x0 + width * advance_scale, bottom, upright)
+            )
     return _with_dropped_objects(page, textpage, chars, owners, first)
 
 
@@ -469,30 +480,48 @@ def _turned_order(ch: Char) -> tuple[float, float]:
 
 def text_lines(chars: list[Char]) -> list[Line]:
     """pdfplumber's ``extract_text_lines(strip=True)`` on these chars: words clustered into
-    lines by their tops (order kept), joined by one space, ligatures expanded."""
+    lines by their tops (order kept), joined by one space, ligatures expanded. Each line also
+    has its words with their boxes (points)."""
     words = _words(chars)
     if not words:
         return []
-    tops = [min(ch.top for ch in word) for word in words]
-    clusters = _cluster(tops, Y_TOLERANCE)
-    lines: list[Line] = []
-    keyed = zip(words, tops, strict=True)
-    for _cluster_id, group in itertools.groupby(keyed, key=lambda item: clusters[item[1]]):
-        line_words = [word for word, _top in group]
-        text = " ".join(
-            "".join(LIGATURES.get(ch.text, ch.text) for ch in word) for word in line_words
-        )
-        line_chars = tuple(ch for word in line_words for ch in word)
-        stripped = text.strip(" ")
-        if not stripped:
+    ligatures = LIGATURES
+    boxed: list[tuple[str, float, float, float, float]] = []
+    for word in words:
+        if len(word) == 1:
+            ch = word[0]
+            boxed.append((ligatures.get(ch.text, ch.text), ch.x0, ch.top, ch.x1, ch.bottom))
             continue
-        lines.append(
-            Line(
-                text=stripped,
-                x0=min(ch.x0 for ch in line_chars),
-                top=min(ch.top for ch in line_chars),
-                bottom=max(ch.bottom for ch in line_chars),
-                chars=line_chars,
+        boxed.append(
+            (
+                "".join([ligatures.get(ch.text, ch.text) for ch in word]),
+                min([ch.x0 for ch in word]),
+                min([ch.top for ch in word]),
+                max([ch.x1 for ch in word]),
+                max([ch.bottom for ch in word]),
             )
         )
+    clusters = _cluster([box[2] for box in boxed], Y_TOLERANCE)
+    lines: list[Line] = []
+    start = 0
+    count = len(words)
+    while start < count:
+        line_id = clusters[boxed[start][2]]
+        end = start + 1
+        while end < count and clusters[boxed[end][2]] == line_id:
+            end += 1
+        line_boxes = tuple(boxed[start:end])
+        text = " ".join([box[0] for box in line_boxes]).strip(" ")
+        if text:
+            lines.append(
+                Line(
+                    text=text,
+                    x0=min([box[1] for box in line_boxes]),
+                    top=min([box[2] for box in line_boxes]),
+                    bottom=max([box[4] for box in line_boxes]),
+                    chars=tuple(ch for word in words[start:end] for ch in word),
+                    words=line_boxes,
+                )
+            )
+        start = end
     return lines
