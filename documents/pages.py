@@ -176,13 +176,16 @@ def _line_words(line: _Line, geometry: PageGeometry) -> list[Word]:
     left, upper = geometry.bbox[0], geometry.bbox[1]
     if line.words:
         width, height = geometry.width, geometry.height
+        if width <= 0 or height <= 0:
+            return [(text, 0.0, 0.0, 0.0, 0.0) for text, *_box in line.words]
+        # documents.boxes.fraction, inlined: a page has a hundred words or more.
         return [
             (
                 text,
-                fraction(x0 - left, width),
-                fraction(top - upper, height),
-                fraction(x1 - left, width),
-                fraction(bottom - upper, height),
+                round(min(1.0, max(0.0, (x0 - left) / width)), 4),
+                round(min(1.0, max(0.0, (top - upper) / height)), 4),
+                round(min(1.0, max(0.0, (x1 - left) / width)), 4),
+                round(min(1.0, max(0.0, (bottom - upper) / height)), 4),
             )
             for text, x0, top, x1, bottom in line.words
         ]

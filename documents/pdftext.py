@@ -46,6 +46,10 @@ class Char(NamedTuple):
     upright: bool
 
 
+# Char(...) without the generated __new__ in between: a character is made per glyph.
+_new_char = tuple.__new__
+
+
 class PageText(NamedTuple):
     chars: list[Char]
     exact: bool  # False: PDFium left out glyphs pdfminer reads; read the page with pdfplumber
@@ -197,6 +201,7 @@ def page_chars(page: Any, textpage: Any) -> PageText:
     # Page coordinates straight from a glyph origin (ox, oy) in PDF space:
     # x = a*ox + c*oy + left; bottom = base - (b*ox + d*oy) - descent; top = bottom - size.
     left = e + geometry.bbox[0]
+    unrotated = (a, b, c, d) == (1, 0, 0, 1)
     base = geometry.height + geometry.bbox[1] - f
     rect = pdfium_c.FS_RECTF()
     matrix = pdfium_c.FS_MATRIX()
@@ -214,7 +219,7 @@ def page_chars(page: Any, textpage: Any) -> PageText:
     is_generated = pdfium_c.FPDFText_IsGenerated
     chars: list[Char] = []
     append_char = chars.append
-    new_char = Char
+    new_char = _new_char
     current_object: Any = None
     size = descent = advance_scale = 0.0
     font: Any = None
@@ -302,12 +307,22 @@ def page_chars(page: Any, textpage: Any) -> PageText:
             )
             x0 += geometry.bbox[0]
             x1 += geometry.bbox[0]
-            append_char(new_char(text, x0, base + f - y1, x1, base + f - y0, upright))
+            append_char(new_char(Char, (text, x0, base + f - y1, x1, base + f - y0, upright)))
+        elif unrotated:
+            x0 = ox + left
+            bottom = base - oy - descent
+            append_char(
+                new_char(
+                    Char, (text, x0, bottom - size, x0 + width * advance_scale, bottom, upright)
+                )
+            )
         else:
             x0 = a * ox + c * oy + left
             bottom = base - (b * ox + d * oy) - descent
             append_char(
-                new_char(text, x0, bottom - size, x0 + width * advance_scale, bottom, upright)
+                new_char(
+                    Char, (text, x0, bottom - size, x0 + width * advance_scale, bottom, upright)
+                )
             )
     return _with_dropped_objects(page, textpage, chars, owners, first)
 
@@ -455,7 +470,11 @@ def _words(chars: list[Char]) -> list[list[Char]]:
             lines.setdefault(clusters[key], []).append(ch)
         for line_id in sorted(lines):
             current: list[Char] = []
-            for ch in sorted(lines[line_id], key=order):
+            line = sorted(lines[line_id], key=order)
+            if upright:
+                words.extend(_upright_words(line))
+                continue
+            for ch in line:
                 if ch.text.isspace():
                     if current:
                         words.append(current)
@@ -467,6 +486,33 @@ def _words(chars: list[Char]) -> list[list[Char]]:
                     current.append(ch)
             if current:
                 words.append(current)
+    return words
+
+
+def _upright_words(line: list[Char]) -> list[list[Char]]:
+    """The words of one upright line (sorted by x0): _begins_new_word inlined."""
+    words: list[list[Char]] = []
+    current: list[Char] = []
+    previous: Char | None = None
+    for ch in line:
+        if ch.text.isspace():
+            if current:
+                words.append(current)
+            current = []
+            previous = None
+        elif previous is not None and (
+            ch.x0 < previous.x0
+            or ch.x0 > previous.x1 + X_TOLERANCE
+            or abs(ch.top - previous.top) > Y_TOLERANCE
+        ):
+            words.append(current)
+            current = [ch]
+            previous = ch
+        else:
+            current.append(ch)
+            previous = ch
+    if current:
+        words.append(current)
     return words
 
 
@@ -519,7 +565,6 @@ def text_lines(chars: list[Char]) -> list[Line]:
                     x0=min([box[1] for box in line_boxes]),
                     top=min([box[2] for box in line_boxes]),
                     bottom=max([box[4] for box in line_boxes]),
-                    chars=tuple(ch for word in words[start:end] for ch in word),
                     words=line_boxes,
                 )
             )
