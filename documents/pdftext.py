@@ -18,6 +18,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import cffi
 import pypdfium2.raw as pdfium_c
 import pypdfium2_raw.bindings as pdfium_bindings
 from pdfminer.fontmetrics import FONT_METRICS
@@ -117,20 +118,24 @@ def _function(name: str, restype: Any, *argtypes: Any) -> Any:
     return function
 
 
-_GET_TEXT_OBJECT = _function(
-    "FPDFText_GetTextObject", ctypes.c_void_p, pdfium_c.FPDF_TEXTPAGE, ctypes.c_int
+# The two calls made for every character go through cffi, whose calls into a C library cost
+# about half of what ctypes' do; they reach the library pypdfium2 loaded (same handles).
+_FFI = cffi.FFI()
+_FFI.cdef(
+    """
+    void* FPDFText_GetTextObject(void* text_page, int index);
+    int FPDFText_GetCharOrigin(void* text_page, int index, double* x, double* y);
+    """
 )
-_GET_TEXT_OBJECT_FAST = _function(
-    "FPDFText_GetTextObject", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int
-)
-_GET_CHAR_ORIGIN = _function(
-    "FPDFText_GetCharOrigin",
-    ctypes.c_int,
-    ctypes.c_void_p,
-    ctypes.c_int,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-)
+_PDFIUM = _FFI.dlopen(pdfium_bindings._libs["pdfium"]._name)
+
+
+def _address(pointer: Any) -> Any:
+    """A PDFium handle from pypdfium2 (ctypes) as cffi sees it; equal to the handles that
+    FPDFText_GetTextObject returns for the same object."""
+    return _FFI.cast("void *", ctypes.cast(pointer, ctypes.c_void_p).value or 0)
+
+
 _GET_FONT = _function("FPDFTextObj_GetFont", ctypes.c_void_p, ctypes.c_void_p)
 _GET_DESCENT = _function(
     "FPDFFont_GetDescent", ctypes.c_int, ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p
@@ -205,14 +210,14 @@ def page_chars(page: Any, textpage: Any) -> PageText:
     base = geometry.height + geometry.bbox[1] - f
     rect = pdfium_c.FS_RECTF()
     matrix = pdfium_c.FS_MATRIX()
-    origin = (ctypes.c_double * 2)()
-    origin_x_at, origin_y_at = ctypes.addressof(origin), ctypes.addressof(origin) + 8
+    origin = _FFI.new("double[2]")
+    origin_x_at, origin_y_at = origin, origin + 1
     descent_value = ctypes.c_float()
     glyph_width = ctypes.c_float()
     width_ref = ctypes.byref(glyph_width)
-    raw_address = ctypes.cast(raw, ctypes.c_void_p).value
-    get_object = _GET_TEXT_OBJECT_FAST
-    get_origin = _GET_CHAR_ORIGIN
+    raw_address = _address(raw)
+    get_object = _PDFIUM.FPDFText_GetTextObject
+    get_origin = _PDFIUM.FPDFText_GetCharOrigin
     all_text = _all_text(raw, count)
     get_box = pdfium_c.FPDFText_GetLooseCharBox
     get_unicode = pdfium_c.FPDFText_GetUnicode
@@ -263,7 +268,7 @@ def page_chars(page: Any, textpage: Any) -> PageText:
             scale = (mc * mc + md * md) ** 0.5
             size = font_size * scale
             advance_scale = font_size * (ma * ma + mb * mb) ** 0.5
-            font = _GET_FONT(key)
+            font = _GET_FONT(int(_FFI.cast("uintptr_t", key)))
             if font not in descents:
                 descents[font] = _descent(font, descent_value)
                 widths_of[font] = {}
@@ -275,7 +280,8 @@ def page_chars(page: Any, textpage: Any) -> PageText:
             turned = mb != 0.0 or mc != 0.0 or not upright
             text_matrix = (ma * font_size, mb * font_size, mc * font_size, md * font_size)
         get_origin(raw_address, index, origin_x_at, origin_y_at)
-        ox, oy = origin
+        ox = origin[0]
+        oy = origin[1]
         # The advance width from the font's /Widths, as pdfminer measures a glyph.
         width = widths.get(code)
         if width is None:
@@ -374,7 +380,7 @@ def _with_dropped_objects(
         obj = pdfium_c.FPDFPage_GetObject(raw, index)
         if pdfium_c.FPDFPageObj_GetType(obj) != pdfium_c.FPDF_PAGEOBJ_TEXT:
             continue
-        key = ctypes.cast(obj, ctypes.c_void_p).value
+        key = _address(obj)
         left, bottom, right, top = _object_bounds(obj)
         start = starts.get(key)
         if start is None:
