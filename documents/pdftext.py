@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import operator
+import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -172,13 +174,16 @@ def _descent(font: Any, value: ctypes.c_float) -> float:
     return 0.0
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _all_text(raw: Any, count: int) -> str | None:
     """The page's characters in one call; None when some take two UTF-16 units (then the
     string's indexes are not the characters' and each is read alone)."""
     buffer = ctypes.create_string_buffer((count + 1) * 2)
     pdfium_c.FPDFText_GetText(raw, 0, count, ctypes.cast(buffer, ctypes.POINTER(ctypes.c_ushort)))
     text = buffer.raw[: count * 2].decode("utf-16-le", errors="surrogatepass")
-    if len(text) != count or any("\ud800" <= ch <= "\udfff" for ch in text):
+    if len(text) != count or _SURROGATE.search(text):
         return None
     return text
 
@@ -228,8 +233,8 @@ def page_chars(page: Any, textpage: Any) -> PageText:
     current_object: Any = None
     size = descent = advance_scale = 0.0
     font: Any = None
-    widths: dict[int, float] = {}
-    widths_of: dict[Any, dict[int, float]] = {}
+    widths: dict[str, float] = {}
+    widths_of: dict[Any, dict[str, float]] = {}
     descents: dict[Any, float] = {}
     first: dict[Any, int] = {}  # each text object's first character on the text page
     upright = turned = True
@@ -237,16 +242,13 @@ def page_chars(page: Any, textpage: Any) -> PageText:
     descent_ratio = 0.0
     last_key: Any = None
     last_ox = last_oy = float("nan")
-    owners: list[Any] = []  # the text object of each char
-    append_owner = owners.append
-    for index in range(count):
-        if all_text is not None:
-            text = all_text[index]
-            code = ord(text)
-        else:
-            code = get_unicode(raw, index)
-            text = chr(code) if code < 0x110000 else "\ufffd"
-        if code < 0x21 or code > 0x7E:
+    starts: dict[Any, int] = {}  # where each text object's characters start in chars
+    texts: Any = all_text
+    if texts is None:
+        codes = [get_unicode(raw, index) for index in range(count)]
+        texts = [chr(code) if code < 0x110000 else "\ufffd" for code in codes]
+    for index, text in enumerate(texts):
+        if not ("!" <= text <= "~"):
             if text in "\x02\ufffe":
                 text = "-"  # PDFium's mark for a hyphen that ends a line: pdfminer keeps "-"
             if text in "\r\n\x00" or (text.isspace() and is_generated(raw, index)):
@@ -257,6 +259,7 @@ def page_chars(page: Any, textpage: Any) -> PageText:
         if key != current_object:
             current_object = key
             first.setdefault(key, index)
+            starts.setdefault(key, len(chars))
             pdfium_c.FPDFText_GetMatrix(raw, index, matrix)
             font_size = pdfium_c.FPDFText_GetFontSize(raw, index)
             # The character's matrix in pdfminer's page space decides size and uprightness.
@@ -283,14 +286,14 @@ def page_chars(page: Any, textpage: Any) -> PageText:
         ox = origin[0]
         oy = origin[1]
         # The advance width from the font's /Widths, as pdfminer measures a glyph.
-        width = widths.get(code)
+        width = widths.get(text)
         if width is None:
-            if font and _GET_GLYPH_WIDTH(font, code, 1.0, width_ref):
+            if font and _GET_GLYPH_WIDTH(font, ord(text[0]), 1.0, width_ref):
                 width = glyph_width.value
             else:
                 get_box(raw, index, rect)
                 width = (rect.right - rect.left) / advance_scale if advance_scale else 0.0
-            widths[code] = width
+            widths[text] = width
         if ox == last_ox and oy == last_oy and key == last_key and text.isalpha():
             # PDFium splits a ligature glyph into its letters at one origin; pdfminer keeps
             # one character whose advance is the glyph's: take the glyph's loose box.
@@ -306,7 +309,6 @@ def page_chars(page: Any, textpage: Any) -> PageText:
             )
             continue
         last_key, last_ox, last_oy = key, ox, oy
-        append_owner(key)
         if turned:
             x0, y0, x1, y1 = _turned_box(
                 a * ox + c * oy + e, b * ox + d * oy + f, text_matrix, width, descent_ratio
@@ -330,7 +332,7 @@ def page_chars(page: Any, textpage: Any) -> PageText:
                     Char, (text, x0, bottom - size, x0 + width * advance_scale, bottom, upright)
                 )
             )
-    return _with_dropped_objects(page, textpage, chars, owners, first)
+    return _with_dropped_objects(page, textpage, chars, starts, first)
 
 
 def _turned_box(
@@ -358,7 +360,7 @@ def _object_bounds(obj: Any) -> tuple[float, float, float, float]:
 
 
 def _with_dropped_objects(
-    page: Any, textpage: Any, chars: list[Char], owners: list[Any], first: dict[Any, int]
+    page: Any, textpage: Any, chars: list[Char], starts: dict[Any, int], first: dict[Any, int]
 ) -> PageText:
     """Check the page's text objects against what PDFium's text page kept of them.
 
@@ -370,9 +372,6 @@ def _with_dropped_objects(
     """
     raw = page.raw
     box = [ctypes.c_double() for _ in range(4)]
-    starts: dict[Any, int] = {}
-    for position, owner in enumerate(owners):
-        starts.setdefault(owner, position)
     inserts: dict[int, list[Char]] = {}
     pending: list[Char] = []
     exact = True
@@ -459,21 +458,27 @@ def _words(chars: list[Char]) -> list[list[Char]]:
     clustered tops, chars left to right, a blank or a gap ending a word. Runs of turned chars
     are read the other way: lines by clustered x0, chars top to bottom."""
     words: list[list[Char]] = []
-    for upright, group in itertools.groupby(chars, key=lambda ch: ch.upright):
+    for upright, group in itertools.groupby(chars, key=_UPRIGHT):
         run = list(group)
         if upright:
             keys = [ch.top for ch in run]
             clusters = _cluster(keys, Y_TOLERANCE)
-            order: Any = _upright_order
+            order: Any = _UPRIGHT_ORDER
             begins = _begins_new_word
         else:
             keys = [ch.x0 for ch in run]
             clusters = _cluster(keys, X_TOLERANCE)
-            order = _turned_order
+            order = _TURNED_ORDER
             begins = _begins_new_turned_word
         lines: dict[int, list[Char]] = {}
+        # Characters come in runs on one line: look the line up once per run.
+        previous_key: float | None = None
+        bucket: list[Char] = []
         for ch, key in zip(run, keys, strict=True):
-            lines.setdefault(clusters[key], []).append(ch)
+            if key != previous_key:
+                bucket = lines.setdefault(clusters[key], [])
+                previous_key = key
+            bucket.append(ch)
         for line_id in sorted(lines):
             current: list[Char] = []
             line = sorted(lines[line_id], key=order)
@@ -522,12 +527,10 @@ def _upright_words(line: list[Char]) -> list[list[Char]]:
     return words
 
 
-def _upright_order(ch: Char) -> float:
-    return ch.x0
-
-
-def _turned_order(ch: Char) -> tuple[float, float]:
-    return (ch.top, ch.bottom)
+# Char fields by position, for sorting and grouping at C speed.
+_UPRIGHT = operator.itemgetter(5)
+_UPRIGHT_ORDER = operator.itemgetter(1)  # x0
+_TURNED_ORDER = operator.itemgetter(2, 4)  # top, bottom
 
 
 def text_lines(chars: list[Char]) -> list[Line]:
