@@ -28,7 +28,7 @@ from documents.pdftext import (
     PageGeometry,
     page_chars,
     page_geometry,
-    page_has_paths,
+    page_table_boxes,
     text_lines,
 )
 
@@ -227,10 +227,9 @@ def _word_in_fractions(word: list[Any], geometry: PageGeometry, left: float, upp
 
 
 class _Plumber:
-    """The same file opened with pdfplumber, only when a page needs it: for its table finder
-    on a page that draws lines or boxes (the only pages that can hold ruled tables), or to
-    read a whole page PDFium cannot read exactly. Text-only documents never pay for
-    pdfminer's parse."""
+    """The same file opened with pdfplumber, only when a page needs it: to read a whole page
+    PDFium cannot read exactly, or for the table finder when PDFium could not read a page's
+    paths. Most documents never pay for pdfminer's parse."""
 
     def __init__(self, data: bytes) -> None:
         self._data = data
@@ -263,6 +262,13 @@ class _Plumber:
             self._pdf.close()
 
 
+def _pdfium_table_boxes(page: Any) -> list[tuple[float, float, float, float]] | None:
+    try:
+        return page_table_boxes(page)
+    except Exception:  # a table is a block type, never a reason to refuse a page
+        return None
+
+
 def _text_layer_page(page: Any, number: int, plumber: _Plumber) -> PageContent:
     geometry = page_geometry(page)
     with PDFIUM_LOCK:
@@ -271,11 +277,14 @@ def _text_layer_page(page: Any, number: int, plumber: _Plumber) -> PageContent:
             chars, exact = page_chars(page, textpage)
         finally:
             textpage.close()
-        has_paths = exact and page_has_paths(page)
+        table_boxes = _pdfium_table_boxes(page) if exact else None
     if not exact:
         return plumber.text_layer_page(number)
     lines = _lines_of(chars)
-    table_boxes = plumber.table_boxes(number) if has_paths and lines else []
+    if not lines:
+        table_boxes = []
+    elif table_boxes is None:  # PDFium could not read the paths: ask pdfminer
+        table_boxes = plumber.table_boxes(number)
     return _layout_page(
         number,
         lines,
@@ -349,7 +358,9 @@ def _extract_pdf_pdfium(
     dpi: int = 300,
     on_page: Callable[[int, int], None] | None = None,
 ) -> list[PageContent]:
-    """PDFium reads the text layer; pdfplumber only looks for ruled tables."""
+    """PDFium reads the text layer and the ruled lines of tables; pdfplumber reads only the
+    pages PDFium cannot read as pdfminer does (and the tables of a page whose paths PDFium
+    could not read)."""
     pages: list[PageContent] = []
     try:
         with PDFIUM_LOCK:

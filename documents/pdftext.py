@@ -5,10 +5,14 @@ each character the box pdfplumber would give it (x0/x1 from the glyph's origin a
 bottom = baseline + font descent, top = bottom + font size, in top-left page coordinates with
 the page rotation applied) and then groups characters into words and lines with pdfplumber's
 own rules (``extract_text_lines`` with its default tolerances), so that documents.pages builds
-the same paragraphs as when it read pages with pdfplumber.
+the same paragraphs as when it read pages with pdfplumber. Where PDFium's text page leaves
+out glyphs pdfminer keeps (see _with_dropped_objects), the page is marked not exact and
+documents.pages reads it with pdfplumber instead.
 
-Per character only two calls cross into PDFium (its text object and its loose box); the font
-size, descent and matrix are read once per text object.
+Per character only two calls cross into PDFium (its text object and its origin, through
+cffi); the font size, descent and matrix are read once per text object. Ruled tables are
+found by pdfplumber's own table finder on the edges of the paths PDFium reads
+(page_table_boxes), without pdfminer's parse of the page.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import cffi
 import pypdfium2.raw as pdfium_c
 import pypdfium2_raw.bindings as pdfium_bindings
 from pdfminer.fontmetrics import FONT_METRICS
+from pdfplumber.table import TableFinder
 
 X_TOLERANCE = 3.0  # pdfplumber's defaults
 Y_TOLERANCE = 3.0
@@ -188,15 +193,176 @@ def _all_text(raw: Any, count: int) -> str | None:
     return text
 
 
-def page_has_paths(page: Any) -> bool:
-    """Whether the page draws any path (ruled lines, boxes): only such pages can hold the
-    ruled tables that pdfplumber's table finder looks for."""
-    raw = page.raw
-    for index in range(pdfium_c.FPDFPage_CountObjects(raw)):
-        obj = pdfium_c.FPDFPage_GetObject(raw, index)
-        if pdfium_c.FPDFPageObj_GetType(obj) == pdfium_c.FPDF_PAGEOBJ_PATH:
-            return True
-    return False
+Matrix = tuple[float, float, float, float, float, float]
+Point = tuple[float, float]
+BBox = tuple[float, float, float, float]
+
+
+def page_table_boxes(page: Any) -> list[BBox]:
+    """pdfplumber's ``find_tables()`` (lines strategy) on the page's ruled lines, read with
+    PDFium instead of pdfminer: the same edges (pdfminer's lines, rectangles and curves from
+    the painted paths, form XObjects included, in pdfplumber's coordinates) go through
+    pdfplumber's own table finder. Like documents.pages, no line and no rectangle: no table.
+    """
+    shapes: list[tuple[str, list[Point]]] = []
+    _collect_shapes(page.raw, None, _page_matrix(page), shapes)
+    if not any(kind in ("line", "rect") for kind, _points in shapes):
+        return []
+    geometry = page_geometry(page)
+    left, upper, height = geometry.bbox[0], geometry.bbox[1], geometry.height
+    edges: list[dict[str, Any]] = []
+    for kind, points in shapes:
+        coords = [(x + left, upper + height - y) for x, y in points]
+        if kind == "curve":
+            edges.extend(_curve_edges(coords))
+            continue
+        xs, tops = [x for x, _top in coords], [top for _x, top in coords]
+        x0, x1, top, bottom = min(xs), max(xs), min(tops), max(tops)
+        if kind == "line":
+            edges.append(_edge("h" if top == bottom else "v", x0, x1, top, bottom))
+        else:
+            edges.append(_edge("h", x0, x1, top, top))
+            edges.append(_edge("h", x0, x1, bottom, bottom))
+            edges.append(_edge("v", x0, x0, top, bottom))
+            edges.append(_edge("v", x1, x1, top, bottom))
+    finder = TableFinder(_EdgesOnly(edges, geometry.bbox))  # type: ignore[arg-type]
+    return [table.bbox for table in finder.tables]
+
+
+class _EdgesOnly:
+    """What pdfplumber's TableFinder reads of a page with the lines strategy."""
+
+    def __init__(self, edges: list[dict[str, Any]], bbox: BBox) -> None:
+        self.edges = edges
+        self.bbox = bbox
+
+
+def _edge(orientation: str, x0: float, x1: float, top: float, bottom: float) -> dict[str, Any]:
+    return {
+        "x0": x0,
+        "x1": x1,
+        "top": top,
+        "bottom": bottom,
+        "doctop": top,
+        "width": x1 - x0,
+        "height": bottom - top,
+        "orientation": orientation,
+        "object_type": "edge",
+    }
+
+
+def _curve_edges(coords: list[Point]) -> list[dict[str, Any]]:
+    """pdfplumber's curve_to_edges: one edge per pair of points; a slanted one has no
+    orientation, so the table finder never uses it."""
+    edges = []
+    for (px, ptop), (qx, qtop) in itertools.pairwise(coords):
+        if px == qx:
+            orientation = "v"
+        elif ptop == qtop:
+            orientation = "h"
+        else:
+            continue
+        edges.append(_edge(orientation, min(px, qx), max(px, qx), min(ptop, qtop), max(ptop, qtop)))
+    return edges
+
+
+def _page_matrix(page: Any) -> Matrix:
+    a, b, c, d, e, f = _page_transform(page)
+    return (float(a), float(b), float(c), float(d), float(e), float(f))
+
+
+def _collect_shapes(
+    page_raw: Any, form: Any, outer: Matrix, shapes: list[tuple[str, list[Point]]]
+) -> None:
+    """pdfminer's paint_path on every path object: each subpath becomes a line (m l, m l h),
+    a rectangle (a closed axis-aligned m l l l h) or a curve (its end points)."""
+    if form is None:
+        count = pdfium_c.FPDFPage_CountObjects(page_raw)
+    else:
+        count = pdfium_c.FPDFFormObj_CountObjects(form)
+    matrix = pdfium_c.FS_MATRIX()
+    x, y = ctypes.c_float(), ctypes.c_float()
+    bezier = pdfium_c.FPDF_SEGMENT_BEZIERTO
+    moveto = pdfium_c.FPDF_SEGMENT_MOVETO
+    for index in range(count):
+        if form is None:
+            obj = pdfium_c.FPDFPage_GetObject(page_raw, index)
+        else:
+            obj = pdfium_c.FPDFFormObj_GetObject(form, index)
+        kind = pdfium_c.FPDFPageObj_GetType(obj)
+        if kind not in (pdfium_c.FPDF_PAGEOBJ_PATH, pdfium_c.FPDF_PAGEOBJ_FORM):
+            continue
+        if not pdfium_c.FPDFPageObj_GetMatrix(obj, matrix):
+            continue
+        a, b, c, d, e, f = _compose(
+            (matrix.a, matrix.b, matrix.c, matrix.d, matrix.e, matrix.f), outer
+        )
+        if kind == pdfium_c.FPDF_PAGEOBJ_FORM:
+            _collect_shapes(page_raw, obj, (a, b, c, d, e, f), shapes)
+            continue
+        ops: list[str] = []
+        points: list[Point] = []
+        pending_bezier = 0
+        for number in range(pdfium_c.FPDFPath_CountSegments(obj)):
+            segment = pdfium_c.FPDFPath_GetPathSegment(obj, number)
+            kind_of = pdfium_c.FPDFPathSegment_GetType(segment)
+            if kind_of == bezier:
+                pending_bezier += 1
+                if pending_bezier < 3:
+                    continue  # a control point: pdfminer keeps a curve's end points only
+                pending_bezier = 0
+            if not pdfium_c.FPDFPathSegment_GetPoint(segment, x, y):
+                continue
+            point = (a * x.value + c * y.value + e, b * x.value + d * y.value + f)
+            if kind_of == moveto:
+                if ops:
+                    _paint(ops, points, shapes)
+                ops, points = ["m"], [point]
+            else:
+                ops.append("c" if kind_of == bezier else "l")
+                points.append(point)
+            if pdfium_c.FPDFPathSegment_GetClose(segment) and points:
+                ops.append("h")
+                points.append(points[0])
+        if ops:
+            _paint(ops, points, shapes)
+
+
+def _paint(ops: list[str], points: list[Point], shapes: list[tuple[str, list[Point]]]) -> None:
+    shape = "".join(ops)
+    if not shape.startswith("m") or len(shape) < 2:
+        return
+    pts = list(points)
+    if len(shape) > 3 and shape[-2:] == "lh" and pts[-2] == pts[0]:
+        shape = shape[:-2] + "h"
+        pts.pop()
+    if shape in ("mlh", "ml"):
+        shapes.append(("line", pts[:2]))
+        return
+    if shape in ("mlllh", "mllll"):
+        (x0, y0), (x1, y1), (x2, y2), (x3, y3), _ = pts
+        closed = pts[0] == pts[4]
+        square = (x0 == x1 and y1 == y2 and x2 == x3 and y3 == y0) or (
+            y0 == y1 and x1 == x2 and y2 == y3 and x3 == x0
+        )
+        if closed and square:
+            shapes.append(("rect", [pts[0], pts[2]]))
+            return
+    shapes.append(("curve", pts))
+
+
+def _compose(inner: Matrix, outer: Matrix) -> Matrix:
+    """The matrix applying ``inner`` then ``outer`` (PDF row-vector convention)."""
+    a1, b1, c1, d1, e1, f1 = inner
+    a2, b2, c2, d2, e2, f2 = outer
+    return (
+        a1 * a2 + b1 * c2,
+        a1 * b2 + b1 * d2,
+        c1 * a2 + d1 * c2,
+        c1 * b2 + d1 * d2,
+        e1 * a2 + f1 * c2 + e2,
+        e1 * b2 + f1 * d2 + f2,
+    )
 
 
 def page_chars(page: Any, textpage: Any) -> PageText:

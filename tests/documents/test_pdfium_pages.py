@@ -5,13 +5,18 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Callable
+from typing import Any
 
+import pdfplumber
+import pypdfium2 as pdfium
 import pytest
 from django.core.management import call_command
 
 from benchmarks.pdfgen import image_pdf, long_text_pdf, text_pdf
 from documents import pages as reader
 from documents.ocr import make_tesseract_engine
+from documents.pdftext import page_chars, page_table_boxes
 from tests.documents.conftest import PATHOLOGY_PAGES
 
 
@@ -46,6 +51,83 @@ def test_pdfium_finds_the_ruled_table_with_pdfplumber_on_that_page_only():
     assert not first.has_tables
     assert second.has_tables
     assert second.block_types[second.paragraphs.index("KRAS G12D 31%")] == reader.TABLE
+
+
+def test_pdfium_finds_the_table_from_its_own_path_edges_as_pdfplumber_does(monkeypatch):
+    pdf = text_pdf([["RESULTS TABLE"]], table_on_page=1)
+    with pdfplumber.open(io.BytesIO(pdf)) as plumber:
+        expected = reader._table_boxes(plumber.pages[0])
+
+    def no_pdfminer(self: object, number: int) -> object:
+        raise AssertionError("pdfminer was asked to parse the page")
+
+    monkeypatch.setattr(reader._Plumber, "_page", no_pdfminer)
+    document = pdfium.PdfDocument(pdf)
+    try:
+        [found] = page_table_boxes(document[0])
+        assert len(expected) == 1
+        assert found == pytest.approx(expected[0], abs=0.01)
+    finally:
+        document.close()
+    [page] = reader.extract_pdf(pdf, ocr=None, reader="pdfium")
+    assert page.has_tables
+    assert page.block_types[page.paragraphs.index("KRAS G12D 31%")] == reader.TABLE
+
+
+def _drawn(content: Callable[[Any], None]) -> bytes:
+    from reportlab.lib.pagesizes import LETTER
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=LETTER, invariant=1)
+    content(pdf)
+    pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def test_a_page_with_glyphs_drawn_over_themselves_is_read_as_pdfminer_reads_it():
+    def fake_bold(pdf: Any) -> None:
+        pdf.setFont("Helvetica", 11)
+        pdf.drawString(72, 720, "Ordering physician and the usual text below.")
+        text = pdf.beginText(72, 700)
+        text.setFont("Helvetica", 9)
+        # Each letter three times, 0.18 pt apart: O (778) and K (667) in Helvetica.
+        text._code.append("[(O) 798 (O) 738 (O) 20 (K) 687 (K) 627 (K)] TJ")
+        pdf.drawText(text)
+
+    data = _drawn(fake_bold)
+    document = pdfium.PdfDocument(data)
+    try:
+        page = document[0]
+        assert not page_chars(page, page.get_textpage()).exact  # PDFium keeps one of each
+    finally:
+        document.close()
+    old, new = _both(data)
+    assert "OOOKKK" in old[0].text
+    assert [p.paragraphs for p in new] == [p.paragraphs for p in old]
+
+
+def test_pdfium_reads_a_turned_watermark_in_a_standard_font_as_pdfminer_does():
+    def watermark(pdf: Any) -> None:
+        pdf.setFont("Helvetica", 11)
+        for line in range(8):
+            pdf.drawString(72, 700 - 14 * line, f"Line {line} of the report with some words.")
+        pdf.saveState()
+        pdf.translate(150, 400)
+        pdf.rotate(45)
+        pdf.setFont("Helvetica", 30)
+        pdf.drawString(0, 0, "SAMPLE REPORT")
+        pdf.restoreState()
+        pdf.saveState()
+        pdf.translate(500, 300)
+        pdf.rotate(90)
+        pdf.setFont("Helvetica", 10)
+        pdf.drawString(0, 0, "Printed sideways")
+        pdf.restoreState()
+
+    old, new = _both(_drawn(watermark))
+    assert [p.paragraphs for p in new] == [p.paragraphs for p in old]
 
 
 def test_pdfium_reads_a_long_report_the_same_way():

@@ -113,8 +113,8 @@ class Command(BaseCommand):
         )
         self.stdout.write(
             f"reading time: pdfplumber {seconds['pdfplumber']:.1f} s, "
-            f"PDFium {seconds['pdfium']:.1f} s (PDFium includes pdfplumber table detection "
-            "on pages that draw lines)"
+            f"PDFium {seconds['pdfium']:.1f} s (PDFium includes pdfplumber reading the pages "
+            "where PDFium's text page drops glyphs that pdfminer keeps)"
         )
         if options["verbose_diff"]:
             for item in differing:
