@@ -15,6 +15,7 @@ from django.core.management import call_command
 
 from benchmarks.pdfgen import image_pdf, long_text_pdf, text_pdf
 from documents import pages as reader
+from documents.management.commands import compare_ingestion
 from documents.ocr import make_tesseract_engine
 from documents.pdftext import page_chars, page_table_boxes
 from tests.documents.conftest import PATHOLOGY_PAGES
@@ -103,6 +104,7 @@ def test_a_page_with_glyphs_drawn_over_themselves_is_read_as_pdfminer_reads_it()
         assert not page_chars(page, page.get_textpage()).exact  # PDFium keeps one of each
     finally:
         document.close()
+    assert compare_ingestion.pages_not_exact(data) == 1
     old, new = _both(data)
     assert "OOOKKK" in old[0].text
     assert [p.paragraphs for p in new] == [p.paragraphs for p in old]
@@ -169,3 +171,4 @@ def test_compare_ingestion_reports_the_share_of_identical_pages(tmp_path, pathol
     assert figures["same_paragraphs_share"] == 1.0
     assert figures["v4_grounded_on_pdfium_text"] == figures["v4_grounded_on_pdfplumber_text"]
     assert figures["v4_snippets"] > 0
+    assert figures["pages_pdfium_reader_hands_to_pdfplumber"] == 0
