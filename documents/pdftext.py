@@ -403,6 +403,8 @@ def page_chars(page: Any, textpage: Any) -> PageText:
     widths_of: dict[Any, dict[str, float]] = {}
     descents: dict[Any, float] = {}
     first: dict[Any, int] = {}  # each text object's first character on the text page
+    last: dict[Any, int] = {}  # and its last
+    last_kept = 0
     upright = turned = True
     text_matrix = (1.0, 0.0, 0.0, 1.0)
     descent_ratio = 0.0
@@ -423,6 +425,8 @@ def page_chars(page: Any, textpage: Any) -> PageText:
         if not key:
             continue
         if key != current_object:
+            if current_object is not None:
+                last[current_object] = last_kept
             current_object = key
             first.setdefault(key, index)
             starts.setdefault(key, len(chars))
@@ -444,9 +448,9 @@ def page_chars(page: Any, textpage: Any) -> PageText:
             widths = widths_of[font]
             descent_ratio = descents[font]
             descent = descent_ratio * size
-            # A turned glyph (not axis-aligned, or mirrored) is boxed the way pdfminer does:
+            # A turned glyph (rotated, upside down or mirrored) is boxed as pdfminer does:
             # the box around the four corners of its (advance x font size) cell.
-            turned = mb != 0.0 or mc != 0.0 or not upright
+            turned = not (mb == 0.0 and mc == 0.0 and ma > 0.0 and md > 0.0)
             text_matrix = (ma * font_size, mb * font_size, mc * font_size, md * font_size)
         get_origin(raw_address, index, origin_x_at, origin_y_at)
         ox = origin[0]
@@ -473,8 +477,9 @@ def page_chars(page: Any, textpage: Any) -> PageText:
                 previous.bottom,
                 previous.upright,
             )
+            last_kept = index
             continue
-        last_key, last_ox, last_oy = key, ox, oy
+        last_key, last_ox, last_oy, last_kept = key, ox, oy, index
         if turned:
             x0, y0, x1, y1 = _turned_box(
                 a * ox + c * oy + e, b * ox + d * oy + f, text_matrix, width, descent_ratio
@@ -498,7 +503,9 @@ def page_chars(page: Any, textpage: Any) -> PageText:
                     Char, (text, x0, bottom - size, x0 + width * advance_scale, bottom, upright)
                 )
             )
-    return _with_dropped_objects(page, textpage, chars, starts, first)
+    if current_object is not None:
+        last[current_object] = last_kept
+    return _with_dropped_objects(page, textpage, chars, starts, first, last)
 
 
 def _turned_box(
@@ -526,7 +533,12 @@ def _object_bounds(obj: Any) -> tuple[float, float, float, float]:
 
 
 def _with_dropped_objects(
-    page: Any, textpage: Any, chars: list[Char], starts: dict[Any, int], first: dict[Any, int]
+    page: Any,
+    textpage: Any,
+    chars: list[Char],
+    starts: dict[Any, int],
+    first: dict[Any, int],
+    last: dict[Any, int],
 ) -> PageText:
     """Check the page's text objects against what PDFium's text page kept of them.
 
@@ -558,9 +570,13 @@ def _with_dropped_objects(
             inserts.setdefault(start, []).extend(pending)
             pending = []
         # A glyph dropped as drawn over the first one shows as object bounds reaching left
-        # of the first glyph kept.
+        # of the first glyph kept (the last one, when the text runs right to left).
         pdfium_c.FPDFText_GetCharBox(textpage.raw, first[key], *box)
-        if left < box[0].value - _DROPPED_GLYPH_MARGIN:
+        leftmost = box[0].value
+        if last[key] != first[key]:
+            pdfium_c.FPDFText_GetCharBox(textpage.raw, last[key], *box)
+            leftmost = min(leftmost, box[0].value)
+        if left < leftmost - _DROPPED_GLYPH_MARGIN:
             exact = False
     if not inserts and not pending:
         return PageText(chars, exact)
