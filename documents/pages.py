@@ -28,7 +28,7 @@ from documents.pdftext import (
     PageGeometry,
     page_chars,
     page_geometry,
-    page_has_paths,
+    page_table_boxes,
     text_lines,
 )
 
@@ -174,6 +174,21 @@ def _line_words(line: _Line, geometry: PageGeometry) -> list[Word]:
     """The words of one text line with their boxes. The line's characters carry positions
     but no spaces; a space in the line's text between two characters ends a word."""
     left, upper = geometry.bbox[0], geometry.bbox[1]
+    if line.words:
+        width, height = geometry.width, geometry.height
+        if width <= 0 or height <= 0:
+            return [(text, 0.0, 0.0, 0.0, 0.0) for text, *_box in line.words]
+        # documents.boxes.fraction, inlined: a page has a hundred words or more.
+        return [
+            (
+                text,
+                round(min(1.0, max(0.0, (x0 - left) / width)), 4),
+                round(min(1.0, max(0.0, (top - upper) / height)), 4),
+                round(min(1.0, max(0.0, (x1 - left) / width)), 4),
+                round(min(1.0, max(0.0, (bottom - upper) / height)), 4),
+            )
+            for text, x0, top, x1, bottom in line.words
+        ]
     words: list[Word] = []
     current: list[Any] | None = None  # [text, x0, top, x1, bottom] in points
     cursor = 0
@@ -211,19 +226,23 @@ def _word_in_fractions(word: list[Any], geometry: PageGeometry, left: float, upp
     )
 
 
-class _TableFinder:
-    """pdfplumber's table finder, opened only when a page draws lines or boxes (the only pages
-    that can hold ruled tables): text-only documents never pay for pdfminer's parse."""
+class _Plumber:
+    """The same file opened with pdfplumber, only when a page needs it: to read a whole page
+    PDFium cannot read exactly, or for the table finder when PDFium could not read a page's
+    paths. Most documents never pay for pdfminer's parse."""
 
     def __init__(self, data: bytes) -> None:
         self._data = data
         self._pdf: Any = None
 
-    def boxes(self, number: int) -> list[tuple[float, float, float, float]]:
+    def _page(self, number: int) -> Any:
+        if self._pdf is None:
+            self._pdf = pdfplumber.open(io.BytesIO(self._data))
+        return self._pdf.pages[number - 1]
+
+    def table_boxes(self, number: int) -> list[tuple[float, float, float, float]]:
         try:
-            if self._pdf is None:
-                self._pdf = pdfplumber.open(io.BytesIO(self._data))
-            page = self._pdf.pages[number - 1]
+            page = self._page(number)
             try:
                 return _table_boxes(page)
             finally:
@@ -231,22 +250,41 @@ class _TableFinder:
         except Exception:  # a table is a block type, never a reason to refuse a page
             return []
 
+    def text_layer_page(self, number: int) -> PageContent:
+        page = self._page(number)
+        try:
+            return _plumber_text_layer_page(page, number)
+        finally:
+            page.close()
+
     def close(self) -> None:
         if self._pdf is not None:
             self._pdf.close()
 
 
-def _text_layer_page(page: Any, number: int, tables: _TableFinder) -> PageContent:
+def _pdfium_table_boxes(page: Any) -> list[tuple[float, float, float, float]] | None:
+    try:
+        return page_table_boxes(page)
+    except Exception:  # a table is a block type, never a reason to refuse a page
+        return None
+
+
+def _text_layer_page(page: Any, number: int, plumber: _Plumber) -> PageContent:
     geometry = page_geometry(page)
     with PDFIUM_LOCK:
         textpage = page.get_textpage()
         try:
-            chars = page_chars(page, textpage)
+            chars, exact = page_chars(page, textpage)
         finally:
             textpage.close()
-        has_paths = page_has_paths(page)
+        table_boxes = _pdfium_table_boxes(page) if exact else None
+    if not exact:
+        return plumber.text_layer_page(number)
     lines = _lines_of(chars)
-    table_boxes = tables.boxes(number) if has_paths and lines else []
+    if not lines:
+        table_boxes = []
+    elif table_boxes is None:  # PDFium could not read the paths: ask pdfminer
+        table_boxes = plumber.table_boxes(number)
     return _layout_page(
         number,
         lines,
@@ -320,7 +358,9 @@ def _extract_pdf_pdfium(
     dpi: int = 300,
     on_page: Callable[[int, int], None] | None = None,
 ) -> list[PageContent]:
-    """PDFium reads the text layer; pdfplumber only looks for ruled tables."""
+    """PDFium reads the text layer and the ruled lines of tables; pdfplumber reads only the
+    pages PDFium cannot read as pdfminer does (and the tables of a page whose paths PDFium
+    could not read)."""
     pages: list[PageContent] = []
     try:
         with PDFIUM_LOCK:
@@ -330,14 +370,14 @@ def _extract_pdf_pdfium(
         raise UnreadableDocument(
             "The PDF could not be opened: it is damaged or protected."
         ) from exc
-    tables = _TableFinder(data)
+    plumber = _Plumber(data)
     try:
         for index in range(1, total + 1):
             page: Any = None
             try:
                 with PDFIUM_LOCK:
                     page = pdf[index - 1]
-                content = _text_layer_page(page, index, tables)
+                content = _text_layer_page(page, index, plumber)
                 if len("".join(content.text.split())) < min_text_chars:
                     if ocr is None:
                         raise UnreadableDocument(
@@ -360,7 +400,7 @@ def _extract_pdf_pdfium(
             if on_page is not None:
                 on_page(index, total)
     finally:
-        tables.close()
+        plumber.close()
         with PDFIUM_LOCK:
             pdf.close()
     return pages

@@ -24,6 +24,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import faulthandler
+import gc
 import logging
 import os
 import pickle
@@ -178,6 +179,9 @@ def _child(
 ) -> None:
     code = 0
     try:
+        # The objects inherited from the parent are never collected here: without this, the
+        # child's first full collection walks (so copies, page by page) the parent's heap.
+        gc.freeze()
         os.setpgid(0, 0)
         # A C library aborting under the limits is expected here: no interpreter dump in the log.
         faulthandler.disable()

@@ -316,11 +316,20 @@ def pages_extract(
     return pages
 
 
+PROGRESS_INTERVAL = 0.5  # seconds between two progress writes of one ingestion
+
+
 def _record_progress(document_id: Any) -> Callable[[int, int], None]:
-    """Write pages read so far on the row (outside any transaction, so lists see it live)."""
+    """Write pages read so far on the row (outside any transaction, so lists see it live):
+    the first page, the last, and in between at most one write per PROGRESS_INTERVAL (a
+    text page takes milliseconds; a write per page would cost more than reading it)."""
+    written_at = [0.0]
 
     def record(done: int, total: int) -> None:
-        Document.objects.filter(pk=document_id).update(pages_done=done)
+        now = time.monotonic()
+        if done <= 1 or done >= total or now - written_at[0] >= PROGRESS_INTERVAL:
+            Document.objects.filter(pk=document_id).update(pages_done=done)
+            written_at[0] = now
 
     return record
 

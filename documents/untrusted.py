@@ -11,6 +11,7 @@ no page image has more than ``max_pixels`` pixels.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from documents.images import render_page_png
 from documents.pages import UnreadableDocument, extract_file
 
 POINTS_PER_INCH = 72
+PROGRESS_INTERVAL = 0.2  # seconds between two progress reports to the parent
 _PDFIUM_NO_ERROR, _PDFIUM_PASSWORD = 0, 4  # FPDF_ERR_SUCCESS, FPDF_ERR_PASSWORD
 
 
@@ -135,9 +137,17 @@ def extract_checked(
         for width, height in sizes:
             dpi = capped_dpi(width, height, dpi=dpi, max_pixels=max_pixels)
 
+    reported_at = [0.0]
+
     def on_page(done: int, total: int) -> None:
-        if report is not None:
+        # The first page, the last, and in between at most one report per
+        # PROGRESS_INTERVAL: each wakes the parent, and a text page takes milliseconds.
+        now = time.monotonic()
+        if report is not None and (
+            done <= 1 or done >= total or now - reported_at[0] >= PROGRESS_INTERVAL
+        ):
             report((done, total))
+            reported_at[0] = now
 
     try:
         return extract_file(

@@ -5,13 +5,19 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Callable
+from typing import Any
 
+import pdfplumber
+import pypdfium2 as pdfium
 import pytest
 from django.core.management import call_command
 
 from benchmarks.pdfgen import image_pdf, long_text_pdf, text_pdf
 from documents import pages as reader
+from documents.management.commands import compare_ingestion
 from documents.ocr import make_tesseract_engine
+from documents.pdftext import page_chars, page_table_boxes
 from tests.documents.conftest import PATHOLOGY_PAGES
 
 
@@ -46,6 +52,110 @@ def test_pdfium_finds_the_ruled_table_with_pdfplumber_on_that_page_only():
     assert not first.has_tables
     assert second.has_tables
     assert second.block_types[second.paragraphs.index("KRAS G12D 31%")] == reader.TABLE
+
+
+def test_pdfium_finds_the_table_from_its_own_path_edges_as_pdfplumber_does(monkeypatch):
+    pdf = text_pdf([["RESULTS TABLE"]], table_on_page=1)
+    with pdfplumber.open(io.BytesIO(pdf)) as plumber:
+        expected = reader._table_boxes(plumber.pages[0])
+
+    def no_pdfminer(self: object, number: int) -> object:
+        raise AssertionError("pdfminer was asked to parse the page")
+
+    monkeypatch.setattr(reader._Plumber, "_page", no_pdfminer)
+    document = pdfium.PdfDocument(pdf)
+    try:
+        [found] = page_table_boxes(document[0])
+        assert len(expected) == 1
+        assert found == pytest.approx(expected[0], abs=0.01)
+    finally:
+        document.close()
+    [page] = reader.extract_pdf(pdf, ocr=None, reader="pdfium")
+    assert page.has_tables
+    assert page.block_types[page.paragraphs.index("KRAS G12D 31%")] == reader.TABLE
+
+
+def _drawn(content: Callable[[Any], None]) -> bytes:
+    from reportlab.lib.pagesizes import LETTER
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=LETTER, invariant=1)
+    content(pdf)
+    pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def test_a_page_with_glyphs_drawn_over_themselves_is_read_as_pdfminer_reads_it():
+    def fake_bold(pdf: Any) -> None:
+        pdf.setFont("Helvetica", 11)
+        pdf.drawString(72, 720, "Ordering physician and the usual text below.")
+        text = pdf.beginText(72, 700)
+        text.setFont("Helvetica", 9)
+        # Each letter three times, 0.18 pt apart: O (778) and K (667) in Helvetica.
+        text._code.append("[(O) 798 (O) 738 (O) 20 (K) 687 (K) 627 (K)] TJ")
+        pdf.drawText(text)
+
+    data = _drawn(fake_bold)
+    document = pdfium.PdfDocument(data)
+    try:
+        page = document[0]
+        assert not page_chars(page, page.get_textpage()).exact  # PDFium keeps one of each
+    finally:
+        document.close()
+    assert compare_ingestion.pages_not_exact(data) == 1
+    old, new = _both(data)
+    assert "OOOKKK" in old[0].text
+    assert [p.paragraphs for p in new] == [p.paragraphs for p in old]
+
+
+def test_pdfium_reads_a_turned_watermark_in_a_standard_font_as_pdfminer_does():
+    def watermark(pdf: Any) -> None:
+        pdf.setFont("Helvetica", 11)
+        for line in range(8):
+            pdf.drawString(72, 700 - 14 * line, f"Line {line} of the report with some words.")
+        pdf.saveState()
+        pdf.translate(150, 400)
+        pdf.rotate(45)
+        pdf.setFont("Helvetica", 30)
+        pdf.drawString(0, 0, "SAMPLE REPORT")
+        pdf.restoreState()
+        pdf.saveState()
+        pdf.translate(500, 300)
+        pdf.rotate(90)
+        pdf.setFont("Helvetica", 10)
+        pdf.drawString(0, 0, "Printed sideways")
+        pdf.restoreState()
+
+    old, new = _both(_drawn(watermark))
+    assert [p.paragraphs for p in new] == [p.paragraphs for p in old]
+
+
+@pytest.mark.parametrize("rotation", [0, 90, 180, 270])
+def test_pdfium_reads_rotated_pages_and_upside_down_or_mirrored_text_as_pdfminer(rotation):
+    def page(pdf: Any) -> None:
+        pdf.setPageRotation(rotation)
+        pdf.setFont("Helvetica", 11)
+        for line in range(6):
+            pdf.drawString(72, 700 - 14 * line, f"Line {line} of a page with words.")
+        pdf.saveState()
+        pdf.translate(300, 300)
+        pdf.rotate(180)
+        pdf.drawString(0, 0, "Upside down text")
+        pdf.restoreState()
+        pdf.saveState()
+        pdf.translate(300, 200)
+        pdf.scale(-1, 1)
+        pdf.drawString(0, 0, "Mirrored text")
+        pdf.restoreState()
+
+    data = _drawn(page)
+    assert compare_ingestion.pages_not_exact(data) == 0  # read by PDFium, not handed over
+    old, new = _both(data)
+    assert [p.paragraphs for p in new] == [p.paragraphs for p in old]
+    for box_a, box_b in zip(old[0].boxes, new[0].boxes, strict=True):
+        assert box_b == pytest.approx(box_a, abs=0.001)
 
 
 def test_pdfium_reads_a_long_report_the_same_way():
@@ -87,3 +197,4 @@ def test_compare_ingestion_reports_the_share_of_identical_pages(tmp_path, pathol
     assert figures["same_paragraphs_share"] == 1.0
     assert figures["v4_grounded_on_pdfium_text"] == figures["v4_grounded_on_pdfplumber_text"]
     assert figures["v4_snippets"] > 0
+    assert figures["pages_pdfium_reader_hands_to_pdfplumber"] == 0

@@ -6,9 +6,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pypdfium2 as pdfium
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from documents.pages import PageContent, UnreadableDocument, extract_pdf
+from documents.pdftext import page_chars
 from engine.classifiers.offline import OfflineClassifier
 from engine.document import DocumentContext
 from engine.verifiers import v4_grounding
@@ -18,6 +20,24 @@ _SPACE = re.compile(r"\s+")
 
 def normalised_paragraphs(page: PageContent) -> list[str]:
     return [_SPACE.sub(" ", p).strip() for p in page.paragraphs]
+
+
+def pages_not_exact(data: bytes) -> int:
+    """How many pages the PDFium reader hands to pdfplumber (documents.pdftext.PageText)."""
+    document = pdfium.PdfDocument(data)
+    try:
+        count = 0
+        for index in range(len(document)):
+            page = document[index]
+            textpage = page.get_textpage()
+            try:
+                count += not page_chars(page, textpage).exact
+            finally:
+                textpage.close()
+                page.close()
+        return count
+    finally:
+        document.close()
 
 
 def _read(data: bytes, reader: str) -> tuple[list[PageContent], float]:
@@ -48,6 +68,7 @@ class Command(BaseCommand):
         snippets = grounded_old = grounded_new = 0
         v4_issues_old = v4_issues_new = 0
         seconds = {"pdfplumber": 0.0, "pdfium": 0.0}
+        handed_over = 0
         differing: list[str] = []
         for path in files:
             data = path.read_bytes()
@@ -59,6 +80,7 @@ class Command(BaseCommand):
                 continue
             seconds["pdfplumber"] += old_s
             seconds["pdfium"] += new_s
+            handed_over += pages_not_exact(data)
             for a, b in zip(old, new, strict=False):
                 pages_total += 1
                 same = normalised_paragraphs(a) == normalised_paragraphs(b)
@@ -98,6 +120,7 @@ class Command(BaseCommand):
             "v4_issues_pdfium": v4_issues_new,
             "seconds_pdfplumber": round(seconds["pdfplumber"], 2),
             "seconds_pdfium": round(seconds["pdfium"], 2),
+            "pages_pdfium_reader_hands_to_pdfplumber": handed_over,
         }
         self.stdout.write(f"{len(files)} PDF file(s), {pages_total} page(s)")
         self.stdout.write(
@@ -113,8 +136,8 @@ class Command(BaseCommand):
         )
         self.stdout.write(
             f"reading time: pdfplumber {seconds['pdfplumber']:.1f} s, "
-            f"PDFium {seconds['pdfium']:.1f} s (PDFium includes pdfplumber table detection "
-            "on pages that draw lines)"
+            f"PDFium {seconds['pdfium']:.1f} s (PDFium includes pdfplumber reading the "
+            f"{handed_over} page(s) where PDFium's text page drops glyphs that pdfminer keeps)"
         )
         if options["verbose_diff"]:
             for item in differing:
