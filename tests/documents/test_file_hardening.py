@@ -83,9 +83,11 @@ def test_a_killed_ocr_child_leaves_no_temporary_files(settings, tmp_path, monkey
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    settings.SANDBOX_PAGE_SECONDS = 1  # tesseract on a 300 dpi page takes longer than this
-    settings.OCR_DPI = 300
-    scan = image_pdf(["RADIOLOGY REPORT", "FINDINGS: The lungs are clear."] * 8, dpi=300)
+    # Tesseract on a full page of text rendered at 600 dpi takes several seconds; a 300 dpi page
+    # of 16 lines took 0.8 s on an idle machine, so the child was not always killed.
+    settings.SANDBOX_PAGE_SECONDS = 1
+    settings.OCR_DPI = 600
+    scan = image_pdf(["RADIOLOGY REPORT", "FINDINGS: The lungs are clear."] * 20, dpi=300)
     seen: set[str] = set()
     stop = threading.Event()
 
