@@ -40,6 +40,9 @@ def tight(settings: Any) -> Any:
     settings.SANDBOX_INGEST_MEMORY_MB = 192
     settings.SANDBOX_INGEST_SECONDS = 20
     settings.SANDBOX_PAGE_SECONDS = 4
+    # pdfminer is the parser these files stall or swell; it still reads every page PDFium hands
+    # over (test_pdfium_reads_what_stalls_pdfminer covers the default reader).
+    settings.PDF_TEXT_READER = "pdfplumber"
     return settings
 
 
@@ -168,6 +171,28 @@ def test_half_a_million_characters_on_a_page_fail_only_that_document(tight):
     assert document.status == Document.Status.FAILED
     assert SAFELY in document.error
     assert assert_within_limits("ingest").outcome in {"timeout", "memory"}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "name, make",
+    [
+        ("loop.pdf", hostile.self_referencing_media_box),
+        ("dense.pdf", lambda: hostile.many_characters(count=500_000)),
+    ],
+)
+def test_pdfium_reads_what_stalls_pdfminer(tight, name, make):
+    """The default reader does not walk the page tree or lay out characters as pdfminer does:
+    these files are read, still inside the ingestion child and its limits."""
+    tight.PDF_TEXT_READER = "pdfium"
+    started = time.monotonic()
+    document = create(name, make())
+    assert isinstance(document, Document)
+    document.refresh_from_db()
+    assert document.status == Document.Status.READY, document.error
+    assert document.pages.count() == document.page_count >= 1
+    assert assert_within_limits("ingest").outcome == "ok"
+    assert time.monotonic() - started < tight.SANDBOX_PAGE_SECONDS + 5
 
 
 # -- the site stays up ---------------------------------------------------------------------
