@@ -32,7 +32,9 @@ def cache_set(key: str, value: Any, *, timeout: float | None) -> None:
 
 
 def cached(key: str, compute: Callable[[], T], *, timeout: float) -> T:
-    """``compute()`` kept under ``key`` for ``timeout`` seconds."""
+    """``compute()`` kept under ``key`` for ``timeout`` seconds (0: computed every time)."""
+    if timeout <= 0:
+        return compute()
     value = cache_get(key, _MISSING)
     if value is not _MISSING:
         return value  # type: ignore[no-any-return]

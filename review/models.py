@@ -66,6 +66,17 @@ class ReviewPacket(models.Model):
                 condition=models.Q(status__in=["pending", "in_review"]),
                 name="packet_open_severity_order",
             ),
+            # The queue's counts: issue codes on offer, and packets decided today.
+            models.Index(
+                fields=["issue_codes"],
+                condition=models.Q(status__in=["pending", "in_review"]),
+                name="packet_open_codes",
+            ),
+            models.Index(
+                fields=["updated_at"],
+                condition=models.Q(status="completed"),
+                name="packet_completed_at",
+            ),
         ]
         constraints = [
             models.CheckConstraint(
