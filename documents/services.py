@@ -55,6 +55,23 @@ def _check_limits() -> CheckLimits:
     )
 
 
+def _stored(
+    name: str, content: bytes, info: Any, *, user: Any, options: dict[str, Any] | None = None
+) -> Document:
+    """An unsaved document for a checked upload, its file already written to storage."""
+    document = Document(
+        original_filename=name[:255],
+        sha256=info.sha256,
+        mime_type=info.mime_type,
+        size_bytes=info.size_bytes,
+        page_count=info.page_count,
+        uploaded_by=user if user is not None and user.is_authenticated else None,
+        options=options or {},
+    )
+    document.file.save("upload", ContentFile(content), save=False)
+    return document
+
+
 def document_create(
     *, filename: str, content: bytes, user: Any | None, options: dict[str, Any] | None = None
 ) -> Document:
@@ -75,16 +92,7 @@ def document_create(
             _duplicate_message(name=filename, existing=existing), existing=existing
         )
 
-    document = Document(
-        original_filename=filename[:255],
-        sha256=info.sha256,
-        mime_type=info.mime_type,
-        size_bytes=info.size_bytes,
-        page_count=info.page_count,
-        uploaded_by=user if user is not None and user.is_authenticated else None,
-        options=options or {},
-    )
-    document.file.save("upload", ContentFile(content), save=False)
+    document = _stored(filename, content, info, user=user, options=options)
     try:
         with transaction.atomic():
             document.save(force_insert=True)
@@ -139,23 +147,13 @@ def documents_create_many(
         limits=_check_limits(),
     )
     new: list[tuple[int, Document]] = []
-    uploader = user if user is not None and user.is_authenticated else None
     try:
         for index, info in zip(first.values(), checked, strict=True):
             if isinstance(info, UploadRefused):
                 results[index] = info
                 continue
             name, content = files[index]
-            document = Document(
-                original_filename=name[:255],
-                sha256=info.sha256,
-                mime_type=info.mime_type,
-                size_bytes=info.size_bytes,
-                page_count=info.page_count,
-                uploaded_by=uploader,
-            )
-            document.file.save("upload", ContentFile(content), save=False)
-            new.append((index, document))
+            new.append((index, _stored(name, content, info, user=user)))
         with transaction.atomic():
             Document.objects.bulk_create([document for _, document in new])
             _enqueue_ingest_many([str(document.pk) for _, document in new])

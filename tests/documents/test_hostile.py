@@ -170,7 +170,9 @@ def test_half_a_million_characters_on_a_page_fail_only_that_document(tight):
     document.refresh_from_db()
     assert document.status == Document.Status.FAILED
     assert SAFELY in document.error
-    assert assert_within_limits("ingest").outcome in {"timeout", "memory"}
+    # Stopped by a limit: the clock, or the memory cap (which, hit inside C code, can also end
+    # the child with a signal rather than a MemoryError).
+    assert assert_within_limits("ingest").outcome in {"timeout", "memory", "crashed"}
 
 
 @pytest.mark.django_db
