@@ -188,6 +188,11 @@ class Review(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     withdrawn_how = models.CharField(max_length=16, blank=True)  # "undone" or "reopened"
+    # The packet as it was decided: its claimed type and when it was escalated. Kept here so
+    # the metrics (agreement by type, turnaround) read this table alone, not a join with every
+    # packet.
+    claimed_type = models.CharField(max_length=32, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-finished_at"]

@@ -498,7 +498,7 @@ def review_metrics() -> dict[str, Any]:
     # A withdrawn decision (undone, or reopened by an admin) no longer counts.
     reviews = Review.objects.filter(finished_at__isnull=False, withdrawn_at__isnull=True)
     turnaround = ExpressionWrapper(
-        F("finished_at") - F("packet__created_at"), output_field=DurationField()
+        F("finished_at") - F("escalated_at"), output_field=DurationField()
     )
     median_turnaround = (
         percentile(reviews, turnaround, 0.5, output_field=DurationField())
@@ -508,16 +508,16 @@ def review_metrics() -> dict[str, Any]:
     names = {t.value: DISPLAY_NAMES[t] for t in DOC_TYPES}
     agreement = [
         {
-            "type": names.get(row["packet__dominant_type"], row["packet__dominant_type"]),
+            "type": names.get(row["claimed_type"], row["claimed_type"]),
             "reviews": row["reviews"],
             "agreed": row["agreed"],
             "rate": row["agreed"] / row["reviews"],
         }
-        for row in reviews.values("packet__dominant_type")
+        for row in reviews.values("claimed_type")
         .annotate(
             reviews=Count("pk"), agreed=Count("pk", filter=Q(outcome=Review.Outcome.VALIDATED))
         )
-        .order_by("packet__dominant_type")
+        .order_by("claimed_type")
         if row["reviews"]
     ]
     order = {name: i for i, name in enumerate(names.values())}

@@ -384,6 +384,8 @@ def review_submit(
             notes=notes,
             reason=reason,
             ground_truth=truth,
+            claimed_type=packet.dominant_type,
+            escalated_at=packet.created_at,
             started_at=packet.lock_expires_at - timedelta(minutes=settings.REVIEW_LOCK_MINUTES)
             if packet.lock_expires_at
             else None,

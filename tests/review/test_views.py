@@ -542,8 +542,11 @@ def test_metrics_medians_are_computed_by_the_database(admin_user, reviewer, othe
     )
     now = timezone.now()
     for packet, hours in ((first, 2), (second, 4)):
-        ReviewPacket.objects.filter(pk=packet.pk).update(created_at=now - timedelta(hours=hours))
-        Review.objects.filter(packet=packet).update(finished_at=now)
+        # The decision keeps when its packet was escalated (metrics read reviews alone).
+        assert Review.objects.get(packet=packet).escalated_at == packet.created_at
+        Review.objects.filter(packet=packet).update(
+            escalated_at=now - timedelta(hours=hours), finished_at=now
+        )
     response = login(admin_user).get(reverse("review:metrics"))
     assert response.context["turnaround_hours"] == pytest.approx(3.0)
     assert [(a["reviews"], a["agreed"]) for a in response.context["agreement"]] == [(2, 1)]

@@ -245,7 +245,13 @@ class Command(BaseCommand):
         )
         Review.objects.bulk_create(
             [
-                Review(packet=p, reviewer=users["clinician"], outcome=outcome, ground_truth=truth)
+                Review(
+                    packet=p,
+                    reviewer=users["clinician"],
+                    outcome=outcome,
+                    ground_truth=truth,
+                    claimed_type=p.dominant_type,
+                )
                 for p, outcome, truth in zip(packets, outcomes, truths, strict=True)
             ]
         )
@@ -265,6 +271,12 @@ class Command(BaseCommand):
                 "* interval '2 days') FROM review_reviewpacket p, documents_document d WHERE "
                 "p.id = r.packet_id AND d.id = p.document_id AND d.sha256 LIKE %s AND "
                 "r.finished_at > now() - interval '1 hour'",
+                [f"{PREFIX}%"],
+            )
+            cursor.execute(
+                "UPDATE review_review r SET escalated_at = p.created_at FROM review_reviewpacket p"
+                ", documents_document d WHERE p.id = r.packet_id AND d.id = p.document_id AND "
+                "d.sha256 LIKE %s AND r.escalated_at IS NULL",
                 [f"{PREFIX}%"],
             )
             cursor.execute(
