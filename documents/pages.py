@@ -11,7 +11,8 @@ from __future__ import annotations
 import io
 import re
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -350,6 +351,36 @@ def _ocr_content(number: int, result: Any, *, width: float, height: float) -> Pa
     return content
 
 
+def _ocr_for(
+    content: PageContent, number: int, *, min_text_chars: int, ocr: OcrEngine | None
+) -> OcrEngine | None:
+    """The OCR engine to read a page with when its text layer is too thin to keep (refused
+    when this server has none); None to keep the text layer."""
+    if len("".join(content.text.split())) >= min_text_chars:
+        return None
+    if ocr is None:
+        raise UnreadableDocument(
+            f"Page {number} is a scanned image and OCR is not available on "
+            "this server. Ask an administrator to install tesseract."
+        )
+    return ocr
+
+
+@contextmanager
+def _page_errors(number: int) -> Iterator[None]:
+    """Any failure reading page ``number``, but a refusal already worded for the user, is
+    reported as a damaged page."""
+    try:
+        yield
+    except UnreadableDocument:
+        raise
+    except Exception as exc:
+        raise UnreadableDocument(
+            f"Page {number} of the PDF could not be read (it may be damaged). "
+            "Upload the original file again."
+        ) from exc
+
+
 def _extract_pdf_pdfium(
     data: bytes,
     *,
@@ -375,23 +406,13 @@ def _extract_pdf_pdfium(
         for index in range(1, total + 1):
             page: Any = None
             try:
-                with PDFIUM_LOCK:
-                    page = pdf[index - 1]
-                content = _text_layer_page(page, index, plumber)
-                if len("".join(content.text.split())) < min_text_chars:
-                    if ocr is None:
-                        raise UnreadableDocument(
-                            f"Page {index} is a scanned image and OCR is not available on "
-                            "this server. Ask an administrator to install tesseract."
-                        )
-                    content = _ocr_page(page, index, ocr=ocr, dpi=dpi)
-            except UnreadableDocument:
-                raise
-            except Exception as exc:
-                raise UnreadableDocument(
-                    f"Page {index} of the PDF could not be read (it may be damaged). "
-                    "Upload the original file again."
-                ) from exc
+                with _page_errors(index):
+                    with PDFIUM_LOCK:
+                        page = pdf[index - 1]
+                    content = _text_layer_page(page, index, plumber)
+                    engine = _ocr_for(content, index, min_text_chars=min_text_chars, ocr=ocr)
+                    if engine is not None:
+                        content = _ocr_page(page, index, ocr=engine, dpi=dpi)
             finally:
                 if page is not None:
                     with PDFIUM_LOCK:
@@ -503,21 +524,11 @@ def _extract_pdf_pdfplumber(
         total = len(pdf.pages)
         for index, page in enumerate(pdf.pages, start=1):
             try:
-                content = _plumber_text_layer_page(page, index)
-                if len("".join(content.text.split())) < min_text_chars:
-                    if ocr is None:
-                        raise UnreadableDocument(
-                            f"Page {index} is a scanned image and OCR is not available on "
-                            "this server. Ask an administrator to install tesseract."
-                        )
-                    content = _plumber_ocr_page(page, index, ocr=ocr, dpi=dpi)
-            except UnreadableDocument:
-                raise
-            except Exception as exc:
-                raise UnreadableDocument(
-                    f"Page {index} of the PDF could not be read (it may be damaged). "
-                    "Upload the original file again."
-                ) from exc
+                with _page_errors(index):
+                    content = _plumber_text_layer_page(page, index)
+                    engine = _ocr_for(content, index, min_text_chars=min_text_chars, ocr=ocr)
+                    if engine is not None:
+                        content = _plumber_ocr_page(page, index, ocr=engine, dpi=dpi)
             finally:
                 page.close()  # frees the page's parsed objects: memory stays flat on long files
             pages.append(content)
