@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from config.bulk import bulk_insert
 from config.heartbeat import Heartbeat
 from config.jobs import enqueue_many_on_commit, enqueue_on_commit, job_exists, jobs_missing
 from documents.models import Document, Page
@@ -369,7 +370,7 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
         ):
             raise IngestSuperseded(str(document.pk))
         Page.objects.filter(document=document).delete()
-        Page.objects.bulk_create(
+        bulk_insert(
             [
                 Page(
                     document=document,

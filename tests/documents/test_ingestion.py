@@ -279,3 +279,42 @@ def test_backfill_gives_older_pages_their_word_boxes():
     Page.objects.filter(document=document).update(boxes=[], text="changed since")
     call_command("backfill_word_boxes", verbosity=0)
     assert Page.objects.get(document=document).boxes == []  # offsets would not hold: left alone
+
+
+def test_pages_written_by_copy_read_back_as_bulk_create_writes_them():
+    from django.db import connection
+
+    from config.bulk import bulk_insert
+
+    assert connection.vendor == "postgresql"  # the COPY path
+    pdf = text_pdf([["ONLY PAGE", "Some words here."]])
+    document = services.document_create(filename="one.pdf", content=pdf, user=None)
+    awkward = 'tab\there, "quoted" \\ backslash,\nnew line, é, \\N, ☤'
+    rows = {
+        7: dict(text=awkward, paragraphs=[awkward, "x"], boxes=[[0, 3, 0.1, 0.25, 0.5, 0.3333]]),
+        8: dict(text="", paragraphs=[], boxes=[], ocr_confidence=None, width=None),
+    }
+    bulk_insert(
+        [
+            Page(
+                **{
+                    "document": document,
+                    "number": number,
+                    "has_tables": True,
+                    "extraction_method": "ocr",
+                    "ocr_confidence": 71.5,
+                    "width": 612.0,
+                    "height": 792.0,
+                    **fields,
+                }
+            )
+            for number, fields in rows.items()
+        ]
+    )
+    for number, fields in rows.items():
+        page = Page.objects.get(document=document, number=number)
+        for name, value in fields.items():
+            assert getattr(page, name) == value
+        assert (page.has_tables, page.extraction_method, page.height) == (True, "ocr", 792.0)
+        assert page.block_types == []  # the model's default, filled as bulk_create fills it
+    assert Page.objects.get(document=document, number=7).ocr_confidence == 71.5
