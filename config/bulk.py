@@ -31,14 +31,13 @@ def bulk_insert(objs: Sequence[models.Model]) -> None:
         for field in meta.concrete_fields
         if not (field.primary_key and getattr(field, "db_returning", False))
     ]
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    columns = ", ".join(connection.ops.quote_name(str(field.column)) for field in fields)
     table = connection.ops.quote_name(meta.db_table)
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-            for obj in objs:
-                copy.write_row(
-                    [
-                        field.get_db_prep_save(field.pre_save(obj, True), connection)
-                        for field in fields
-                    ]
-                )
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
+    ):
+        for obj in objs:
+            copy.write_row(
+                [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
+            )
