@@ -31,13 +31,23 @@ def bulk_insert(objs: Sequence[models.Model]) -> None:
         for field in meta.concrete_fields
         if not (field.primary_key and getattr(field, "db_returning", False))
     ]
+    values = [[field.pre_save(obj, True) for field in fields] for obj in objs]
+    if any(hasattr(value, "resolve_expression") for row in values for value in row):
+        # An expression (a database default, say) has no place in COPY's rows.
+        model._default_manager.bulk_create(objs)
+        return
+    rows = [
+        [
+            field.get_db_prep_save(value, connection)
+            for field, value in zip(fields, row, strict=True)
+        ]
+        for row in values
+    ]
     columns = ", ".join(connection.ops.quote_name(str(field.column)) for field in fields)
     table = connection.ops.quote_name(meta.db_table)
     with (
         connection.cursor() as cursor,
         cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
     ):
-        for obj in objs:
-            copy.write_row(
-                [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
-            )
+        for row in rows:
+            copy.write_row(row)

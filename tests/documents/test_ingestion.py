@@ -283,6 +283,7 @@ def test_backfill_gives_older_pages_their_word_boxes():
 
 def test_pages_written_by_copy_read_back_as_bulk_create_writes_them():
     from django.db import connection
+    from django.db.models import Value
 
     from config.bulk import bulk_insert
 
@@ -318,3 +319,6 @@ def test_pages_written_by_copy_read_back_as_bulk_create_writes_them():
         assert (page.has_tables, page.extraction_method, page.height) == (True, "ocr", 792.0)
         assert page.block_types == []  # the model's default, filled as bulk_create fills it
     assert Page.objects.get(document=document, number=7).ocr_confidence == 71.5
+    # A value that is an SQL expression cannot go through COPY: bulk_create writes it.
+    bulk_insert([Page(document=document, number=9, text=Value("from an expression"))])
+    assert Page.objects.get(document=document, number=9).text == "from an expression"
