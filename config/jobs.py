@@ -35,13 +35,19 @@ def get_queue(name: str = "default") -> Any:
     )
 
 
+FAILED_JOB_TTL = 7 * 86400  # seconds RQ keeps a failed job for inspection
+
+
+def _job_options() -> dict[str, Any]:
+    """What every job is queued with, whichever way it is queued."""
+    return {"result_ttl": settings.JOB_RESULT_TTL, "failure_ttl": FAILED_JOB_TTL}
+
+
 def enqueue(func: str, *args: Any, job_id: str | None = None) -> None:
     if jobs_run_inline():
         import_string(func)(*args)
         return
-    get_queue().enqueue(
-        func, *args, job_id=job_id, result_ttl=settings.JOB_RESULT_TTL, failure_ttl=7 * 86400
-    )
+    get_queue().enqueue(func, *args, job_id=job_id, **_job_options())
     logger.info("enqueued %s job_id=%s", func, job_id)
 
 
@@ -78,14 +84,7 @@ def enqueue_at(func: str, *args: Any, when: datetime, job_id: str | None = None)
     """
     if jobs_run_inline():
         return False
-    get_queue().enqueue_at(
-        when,
-        func,
-        *args,
-        job_id=job_id,
-        result_ttl=settings.JOB_RESULT_TTL,
-        failure_ttl=7 * 86400,
-    )
+    get_queue().enqueue_at(when, func, *args, job_id=job_id, **_job_options())
     logger.info("scheduled %s job_id=%s at %s", func, job_id, when.isoformat())
     return True
 
@@ -136,13 +135,7 @@ def enqueue_many_on_commit(
         try:
             get_queue().enqueue_many(
                 [
-                    Queue.prepare_data(
-                        func,
-                        args,
-                        job_id=job_id,
-                        result_ttl=settings.JOB_RESULT_TTL,
-                        failure_ttl=7 * 86400,
-                    )
+                    Queue.prepare_data(func, args, job_id=job_id, **_job_options())
                     for args, job_id in calls
                 ]
             )
