@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import re
 import statistics
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -601,6 +602,22 @@ def extract_text_file(text: str) -> list[PageContent]:
     while len(pages) > 1 and not pages[-1].paragraphs:
         pages.pop()
     return pages
+
+
+def throttled(on_page: Callable[[int, int], None], interval: float) -> Callable[[int, int], None]:
+    """``on_page(done, total)`` for the first page, the last, and in between at most once per
+    ``interval`` seconds: a text page takes milliseconds, less than what is done with a
+    report of it."""
+    reported_at = 0.0
+
+    def report(done: int, total: int) -> None:
+        nonlocal reported_at
+        now = time.monotonic()
+        if done <= 1 or done >= total or now - reported_at >= interval:
+            on_page(done, total)
+            reported_at = now
+
+    return report
 
 
 def extract_file(

@@ -22,7 +22,7 @@ from config.heartbeat import Heartbeat
 from config.jobs import enqueue_many_on_commit, enqueue_on_commit, job_exists, jobs_missing
 from documents.models import Document, Page
 from documents.ocr import make_tesseract_engine
-from documents.pages import OCR, PageContent, UnreadableDocument
+from documents.pages import OCR, PageContent, UnreadableDocument, throttled
 from documents.sandbox import Limits, SandboxFailed, run_sandboxed
 from documents.untrusted import extract_checked, render_checked
 from documents.validation import CheckLimits, UploadRefused, inspect_upload, inspect_uploads
@@ -163,11 +163,7 @@ def documents_create_many(
         for _, document in new:
             document.file.delete(save=False)
         for index, _ in new:
-            name, content = files[index]
-            try:
-                results[index] = document_create(filename=name, content=content, user=user)
-            except UploadRefused as refused:
-                results[index] = refused
+            results[index] = _create_alone(*files[index], user=user)
     except BaseException:
         for _, document in new:
             document.file.delete(save=False)
@@ -185,11 +181,16 @@ def documents_create_many(
                 _duplicate_message(name=name, existing=original), existing=original
             )
         else:  # refused: refused again, in its own name
-            try:
-                results[index] = document_create(filename=name, content=content, user=user)
-            except UploadRefused as refused:
-                results[index] = refused
+            results[index] = _create_alone(name, content, user=user)
     return [result for result in results if result is not None]
+
+
+def _create_alone(name: str, content: bytes, *, user: Any | None) -> Document | UploadRefused:
+    """``document_create`` of one file of a batch: its document or its refusal."""
+    try:
+        return document_create(filename=name, content=content, user=user)
+    except UploadRefused as refused:
+        return refused
 
 
 def documents_requeue_lost(*, documents: Sequence[Document]) -> int:
@@ -197,11 +198,15 @@ def documents_requeue_lost(*, documents: Sequence[Document]) -> int:
     no job Redis knows (the process that stored them stopped between commit and queue), or
     failed only because the queue was unreachable. Returns how many were queued. A second
     job for a document is harmless: only the first claim does work."""
-    uploaded = [d for d in documents if d.status == Document.Status.UPLOADED]
-    missing = jobs_missing([_ingest_job_id(str(d.pk), d.ingest_attempts) for d in uploaded])
+    uploaded = {
+        _ingest_job_id(str(d.pk), d.ingest_attempts): d
+        for d in documents
+        if d.status == Document.Status.UPLOADED
+    }
+    missing = jobs_missing(list(uploaded))
     queued = 0
-    for document in uploaded:
-        if _ingest_job_id(str(document.pk), document.ingest_attempts) in missing:
+    for job_id, document in uploaded.items():
+        if job_id in missing:
             queued += _requeue(document, status=Document.Status.UPLOADED)
     for document in documents:
         if (
@@ -239,18 +244,14 @@ def _enqueue_ingest(*, document_id: str, attempt: int) -> None:
 
 
 def _enqueue_ingest_many(document_ids: list[str]) -> None:
-    def unreachable() -> None:
-        Document.objects.filter(pk__in=document_ids).update(
-            status=Document.Status.FAILED,
-            error=QUEUE_UNREACHABLE,
-            error_code=Document.QUEUE_UNREACHABLE,
-            updated_at=timezone.now(),
-        )
-
     enqueue_many_on_commit(
         INGEST_JOB,
         [((document_id,), _ingest_job_id(document_id, 0)) for document_id in document_ids],
-        on_queue_error=unreachable,
+        on_queue_error=lambda: documents_fail(
+            document_ids=document_ids,
+            message=QUEUE_UNREACHABLE,
+            code=Document.QUEUE_UNREACHABLE,
+        ),
     )
 
 
@@ -322,15 +323,11 @@ def _record_progress(document_id: Any) -> Callable[[int, int], None]:
     """Write pages read so far on the row (outside any transaction, so lists see it live):
     the first page, the last, and in between at most one write per PROGRESS_INTERVAL (a
     text page takes milliseconds; a write per page would cost more than reading it)."""
-    written_at = [0.0]
 
-    def record(done: int, total: int) -> None:
-        now = time.monotonic()
-        if done <= 1 or done >= total or now - written_at[0] >= PROGRESS_INTERVAL:
-            Document.objects.filter(pk=document_id).update(pages_done=done)
-            written_at[0] = now
+    def record(done: int, _total: int) -> None:
+        Document.objects.filter(pk=document_id).update(pages_done=done)
 
-    return record
+    return throttled(record, PROGRESS_INTERVAL)
 
 
 def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
@@ -449,7 +446,11 @@ def document_claim_for_ingest(*, document_id: str) -> bool:
 
 
 def document_fail(*, document_id: str, message: str, code: str = "") -> None:
-    Document.objects.filter(pk=document_id).update(
+    documents_fail(document_ids=[document_id], message=message, code=code)
+
+
+def documents_fail(*, document_ids: Sequence[str], message: str, code: str = "") -> None:
+    Document.objects.filter(pk__in=document_ids).update(
         status=Document.Status.FAILED, error=message, error_code=code, updated_at=timezone.now()
     )
 

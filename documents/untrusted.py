@@ -11,7 +11,6 @@ no page image has more than ``max_pixels`` pixels.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import pypdfium2 as pdfium
 
 from documents.images import render_page_png
-from documents.pages import UnreadableDocument, extract_file
+from documents.pages import UnreadableDocument, extract_file, throttled
 
 POINTS_PER_INCH = 72
 PROGRESS_INTERVAL = 0.2  # seconds between two progress reports to the parent
@@ -137,17 +136,10 @@ def extract_checked(
         for width, height in sizes:
             dpi = capped_dpi(width, height, dpi=dpi, max_pixels=max_pixels)
 
-    reported_at = [0.0]
-
-    def on_page(done: int, total: int) -> None:
-        # The first page, the last, and in between at most one report per
-        # PROGRESS_INTERVAL: each wakes the parent, and a text page takes milliseconds.
-        now = time.monotonic()
-        if report is not None and (
-            done <= 1 or done >= total or now - reported_at[0] >= PROGRESS_INTERVAL
-        ):
-            report((done, total))
-            reported_at[0] = now
+    on_page = None
+    if report is not None:
+        reported = report  # each report wakes the parent
+        on_page = throttled(lambda done, total: reported((done, total)), PROGRESS_INTERVAL)
 
     try:
         return extract_file(
