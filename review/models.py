@@ -5,6 +5,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+# Packets still in the queue (ReviewPacket.OPEN_STATUSES), for the partial indexes.
+_OPEN_PACKET = models.Q(status__in=["pending", "in_review"])
+
 
 class ReviewPacket(models.Model):
     class Status(models.TextChoices):
@@ -53,23 +56,23 @@ class ReviewPacket(models.Model):
             ),
             models.Index(
                 fields=["priority", "created_at", "id"],
-                condition=models.Q(status__in=["pending", "in_review"]),
+                condition=_OPEN_PACKET,
                 name="packet_open_order",
             ),
             models.Index(
                 fields=["dominant_type", "priority", "created_at", "id"],
-                condition=models.Q(status__in=["pending", "in_review"]),
+                condition=_OPEN_PACKET,
                 name="packet_open_type_order",
             ),
             models.Index(
                 fields=["worst_severity", "priority", "created_at", "id"],
-                condition=models.Q(status__in=["pending", "in_review"]),
+                condition=_OPEN_PACKET,
                 name="packet_open_severity_order",
             ),
             # The queue's counts: issue codes on offer, and packets decided today.
             models.Index(
                 fields=["issue_codes"],
-                condition=models.Q(status__in=["pending", "in_review"]),
+                condition=_OPEN_PACKET,
                 name="packet_open_codes",
             ),
             models.Index(
