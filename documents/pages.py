@@ -25,13 +25,12 @@ from documents.boxes import Box, Word, align_words, fraction
 from documents.images import PDFIUM_LOCK
 from documents.pdftext import (
     LIGATURES,
-    Char,
     Line,
     PageGeometry,
-    page_chars,
     page_geometry,
+    page_lines,
     page_table_boxes,
-    text_lines,
+    word_fractions,
 )
 
 HEADING = "heading"
@@ -154,8 +153,8 @@ def group_lines(lines: list[_Line]) -> list[tuple[str, str, list[_Line]]]:
     return grouped
 
 
-def _lines_of(chars: list[Char]) -> list[_Line]:
-    lines = [line for line in text_lines(chars) if line.text.strip()]
+def _reading_order(found: list[_Line]) -> list[_Line]:
+    lines = [line for line in found if line.text.strip()]
     lines.sort(key=lambda line: (round(line.top, 1), line.x0))
     return lines
 
@@ -180,17 +179,7 @@ def _line_words(line: _Line, geometry: PageGeometry) -> list[Word]:
         width, height = geometry.width, geometry.height
         if width <= 0 or height <= 0:
             return [(text, 0.0, 0.0, 0.0, 0.0) for text, *_box in line.words]
-        # documents.boxes.fraction, inlined: a page has a hundred words or more.
-        return [
-            (
-                text,
-                round(min(1.0, max(0.0, (x0 - left) / width)), 4),
-                round(min(1.0, max(0.0, (top - upper) / height)), 4),
-                round(min(1.0, max(0.0, (x1 - left) / width)), 4),
-                round(min(1.0, max(0.0, (bottom - upper) / height)), 4),
-            )
-            for text, x0, top, x1, bottom in line.words
-        ]
+        return word_fractions(line.words, left, upper, width, height)
     words: list[Word] = []
     current: list[Any] | None = None  # [text, x0, top, x1, bottom] in points
     cursor = 0
@@ -276,13 +265,13 @@ def _text_layer_page(page: Any, number: int, plumber: _Plumber) -> PageContent:
     with PDFIUM_LOCK:
         textpage = page.get_textpage()
         try:
-            chars, exact = page_chars(page, textpage)
+            found, exact = page_lines(page, textpage)
         finally:
             textpage.close()
         table_boxes = _pdfium_table_boxes(page) if exact else None
     if not exact:
         return plumber.text_layer_page(number)
-    lines = _lines_of(chars)
+    lines = _reading_order(found)
     if not lines:
         table_boxes = []
     elif table_boxes is None:  # PDFium could not read the paths: ask pdfminer
@@ -432,19 +421,18 @@ def _extract_pdf_pdfium(
 # paragraphs on every page of the dev corpus (manage.py compare_ingestion measures it).
 def _plumber_lines_of(page: Any) -> list[_Line]:
     raw = page.extract_text_lines(strip=True, return_chars=True)
-    lines = [
-        _Line(
-            text=item["text"],
-            x0=item["x0"],
-            top=item["top"],
-            bottom=item["bottom"],
-            chars=tuple(item["chars"]),
-        )
-        for item in raw
-        if item["text"].strip()
-    ]
-    lines.sort(key=lambda line: (round(line.top, 1), line.x0))
-    return lines
+    return _reading_order(
+        [
+            _Line(
+                text=item["text"],
+                x0=item["x0"],
+                top=item["top"],
+                bottom=item["bottom"],
+                chars=tuple(item["chars"]),
+            )
+            for item in raw
+        ]
+    )
 
 
 def _plumber_line_words(line: _Line, page: Any) -> list[Word]:

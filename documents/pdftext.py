@@ -10,8 +10,10 @@ out glyphs pdfminer keeps (see _with_dropped_objects), the page is marked not ex
 documents.pages reads it with pdfplumber instead.
 
 Per character only two calls cross into PDFium (its text object and its origin, through
-cffi); the font size, descent and matrix are read once per text object. Ruled tables are
-found by pdfplumber's own table finder on the edges of the paths PDFium reads
+cffi); the font size, descent and matrix are read once per text object. Where it is built,
+the same loop in C (documents/_pdfchars.c, page_lines) reads the page and groups its lines;
+the Python code here stays the reference and reads the pages the C loop leaves to it. Ruled
+tables are found by pdfplumber's own table finder on the edges of the paths PDFium reads
 (page_table_boxes), without pdfminer's parse of the page.
 """
 
@@ -19,9 +21,12 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import logging
 import operator
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, NamedTuple
 
 import cffi
@@ -143,6 +148,11 @@ def _address(pointer: Any) -> Any:
     return _FFI.cast("void *", ctypes.cast(pointer, ctypes.c_void_p).value or 0)
 
 
+def _integer_address(pointer: Any) -> int:
+    """A PDFium handle from pypdfium2 (ctypes) as the compiled reader sees it."""
+    return ctypes.cast(pointer, ctypes.c_void_p).value or 0
+
+
 _GET_FONT = _function("FPDFTextObj_GetFont", ctypes.c_void_p, ctypes.c_void_p)
 _GET_DESCENT = _function(
     "FPDFFont_GetDescent", ctypes.c_int, ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p
@@ -177,6 +187,47 @@ def _descent(font: Any, value: ctypes.c_float) -> float:
     if _GET_DESCENT(font, 1.0, ctypes.byref(value)):
         return float(value.value)
     return 0.0
+
+
+# The per-character loop in C (documents/_pdfchars.c), built at install where a C compiler is
+# found; it reads upright pages and leaves every other page to page_chars and text_lines.
+COMPILED_VERSION = 1  # documents/_pdfchars.c's VERSION that this code calls
+
+_compiled: ModuleType | None = None
+try:
+    from documents import _pdfchars
+except ImportError:  # built without a C compiler: the Python reader alone
+    pass
+else:
+    if getattr(_pdfchars, "VERSION", None) == COMPILED_VERSION:
+        _compiled = _pdfchars
+    else:
+        logging.getLogger(__name__).warning(
+            "documents/_pdfchars was built from an older source: pages are read by the Python "
+            "code until it is rebuilt (pip install -e .)"
+        )
+if _compiled is not None:
+    _compiled.bind(
+        *(
+            _integer_address(pdfium_bindings._libs["pdfium"][name])
+            for name in (
+                "FPDFText_GetText",
+                "FPDFText_GetTextObject",
+                "FPDFText_GetCharOrigin",
+                "FPDFText_GetMatrix",
+                "FPDFText_GetFontSize",
+                "FPDFTextObj_GetFont",
+                "FPDFFont_GetGlyphWidth",
+                "FPDFText_GetLooseCharBox",
+                "FPDFText_IsGenerated",
+            )
+        )
+    )
+
+
+def compiled_reader() -> bool:
+    """Whether pages are read by the compiled loop (else by the Python code alone)."""
+    return _compiled is not None
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -508,6 +559,100 @@ def page_chars(page: Any, textpage: Any) -> PageText:
     return _with_dropped_objects(page, textpage, chars, starts, first, last)
 
 
+Fractions = tuple[str, float, float, float, float]
+
+
+def word_fractions(
+    words: Sequence[tuple[str, float, float, float, float]],
+    left: float,
+    upper: float,
+    width: float,
+    height: float,
+) -> list[Fractions]:
+    """Word boxes in points as fractions of the page (``width`` and ``height`` above 0),
+    rounded to 4 places: documents.boxes.fraction on each edge, by the compiled loop where it
+    is built (the same doubles, checked bit for bit by the tests)."""
+    if _compiled is not None:
+        found: list[Fractions] = _compiled.fractions(words, left, upper, width, height)
+        return found
+    return [
+        (
+            text,
+            round(min(1.0, max(0.0, (x0 - left) / width)), 4),
+            round(min(1.0, max(0.0, (top - upper) / height)), 4),
+            round(min(1.0, max(0.0, (x1 - left) / width)), 4),
+            round(min(1.0, max(0.0, (bottom - upper) / height)), 4),
+        )
+        for text, x0, top, x1, bottom in words
+    ]
+
+
+def page_lines(page: Any, textpage: Any) -> tuple[list[Line], bool]:
+    """``text_lines(page_chars(page, textpage).chars)`` and whether the page is exact: by the
+    compiled loop where it reads the page, else by the Python code."""
+    if _compiled is not None:
+        read = _compiled_lines(_compiled, page, textpage)
+        if read is not None:
+            return read
+    chars, exact = page_chars(page, textpage)
+    return text_lines(chars), exact
+
+
+def loops_agree(page: Any, textpage: Any) -> bool | None:
+    """Whether the compiled loop reads the page exactly as the Python code does (the same
+    lines, word boxes and exactness); None when it is not built or leaves the page to the
+    Python code. For manage.py compare_ingestion and the tests."""
+    if _compiled is None:
+        return None
+    read = _compiled_lines(_compiled, page, textpage)
+    if read is None:
+        return None
+    chars, exact = page_chars(page, textpage)
+    return read == (text_lines(chars), exact)
+
+
+def _compiled_lines(
+    compiled: ModuleType, page: Any, textpage: Any
+) -> tuple[list[Line], bool] | None:
+    """The compiled loop's lines (page_chars' boxes, text_lines' grouping); None for a page it
+    leaves to the Python code: glyphs that are not upright, characters beyond the Basic
+    Multilingual Plane, or boxes that are not finite numbers."""
+    raw = textpage.raw
+    count = pdfium_c.FPDFText_CountChars(raw)
+    if count <= 0:
+        return [], True
+    geometry = page_geometry(page)
+    transform = _page_transform(page)
+    descent_value = ctypes.c_float()
+
+    def check(
+        spans: dict[int, list[int]],
+    ) -> tuple[list[tuple[int, float, float, float, float]], bool]:
+        blanks, exact = _dropped_objects(page, textpage, spans, _integer_address)
+        return [
+            (-1 if key is None else spans[key][2], blank.x0, blank.top, blank.x1, blank.bottom)
+            for key, blank in blanks
+        ], exact
+
+    read = compiled.page_lines(
+        _integer_address(raw),
+        count,
+        transform,
+        geometry.bbox[0],
+        geometry.height + geometry.bbox[1] - transform[5],
+        lambda font: _descent(font, descent_value),
+        check,
+    )
+    if read is None:
+        return None
+    found, exact = read
+    lines = [
+        Line(text=text, x0=x0, top=top, bottom=bottom, words=words)
+        for text, x0, top, bottom, words in found
+    ]
+    return lines, exact
+
+
 def _turned_box(
     px: float,
     py: float,
@@ -540,52 +685,76 @@ def _with_dropped_objects(
     first: dict[Any, int],
     last: dict[Any, int],
 ) -> PageText:
-    """Check the page's text objects against what PDFium's text page kept of them.
-
-    PDFium's text page leaves out what it takes for repeats: a glyph drawn again over itself
-    within 0.07 em (fake bold), and a whole text object repeating a recent one. pdfminer keeps
-    every glyph, so such a page is not exact (its characters cannot be recovered here). A
-    dropped object with no extent is a word space drawn alone: a blank goes where it was,
-    which keeps the words on either side apart, as pdfminer's space character does.
-    """
-    raw = page.raw
-    box = [ctypes.c_double() for _ in range(4)]
+    """The characters with a blank for each word space drawn alone, and whether the page is
+    exact (see _dropped_objects)."""
+    spans = {key: (first[key], last[key]) for key in first}
+    blanks, exact = _dropped_objects(page, textpage, spans, _address)
+    if not blanks:
+        return PageText(chars, exact)
     inserts: dict[int, list[Char]] = {}
     pending: list[Char] = []
-    exact = True
-    for index in range(pdfium_c.FPDFPage_CountObjects(raw)):
-        obj = pdfium_c.FPDFPage_GetObject(raw, index)
-        if pdfium_c.FPDFPageObj_GetType(obj) != pdfium_c.FPDF_PAGEOBJ_TEXT:
-            continue
-        key = _address(obj)
-        left, bottom, right, top = _object_bounds(obj)
-        start = starts.get(key)
-        if start is None:
-            if right - left < 0.01 or top - bottom < 0.01:
-                pending.append(_blank(page, obj, left, bottom))
-            else:
-                exact = False
-            continue
-        if pending:
-            inserts.setdefault(start, []).extend(pending)
-            pending = []
-        # A glyph dropped as drawn over the first one shows as object bounds reaching left
-        # of the first glyph kept (the last one, when the text runs right to left).
-        pdfium_c.FPDFText_GetCharBox(textpage.raw, first[key], *box)
-        leftmost = box[0].value
-        if last[key] != first[key]:
-            pdfium_c.FPDFText_GetCharBox(textpage.raw, last[key], *box)
-            leftmost = min(leftmost, box[0].value)
-        if left < leftmost - _DROPPED_GLYPH_MARGIN:
-            exact = False
-    if not inserts and not pending:
-        return PageText(chars, exact)
+    for before, blank in blanks:
+        if before is None:
+            pending.append(blank)
+        else:
+            inserts.setdefault(starts[before], []).append(blank)
     merged: list[Char] = []
     for position, ch in enumerate(chars):
         merged.extend(inserts.get(position, ()))
         merged.append(ch)
     merged.extend(pending)
     return PageText(merged, exact)
+
+
+def _dropped_objects(
+    page: Any,
+    textpage: Any,
+    spans: Mapping[Any, Sequence[int]],
+    key_of: Callable[[Any], Any],
+) -> tuple[list[tuple[Any, Char]], bool]:
+    """Check the page's text objects against what PDFium's text page kept of them: ``spans``
+    holds, by ``key_of(object)``, each kept object's first and last character index.
+
+    PDFium's text page leaves out what it takes for repeats: a glyph drawn again over itself
+    within 0.07 em (fake bold), and a whole text object repeating a recent one. pdfminer keeps
+    every glyph, so such a page is not exact (its characters cannot be recovered here). A
+    dropped object with no extent is a word space drawn alone: a blank goes where it was,
+    which keeps the words on either side apart, as pdfminer's space character does. Returns
+    the blanks, each with the key of the kept object it goes before (None: after the last),
+    and whether the page is exact.
+    """
+    raw = page.raw
+    box = [ctypes.c_double() for _ in range(4)]
+    blanks: list[tuple[Any, Char]] = []
+    pending: list[Char] = []
+    exact = True
+    for index in range(pdfium_c.FPDFPage_CountObjects(raw)):
+        obj = pdfium_c.FPDFPage_GetObject(raw, index)
+        if pdfium_c.FPDFPageObj_GetType(obj) != pdfium_c.FPDF_PAGEOBJ_TEXT:
+            continue
+        key = key_of(obj)
+        left, bottom, right, top = _object_bounds(obj)
+        span = spans.get(key)
+        if span is None:
+            if right - left < 0.01 or top - bottom < 0.01:
+                pending.append(_blank(page, obj, left, bottom))
+            else:
+                exact = False
+            continue
+        blanks.extend((key, blank) for blank in pending)
+        pending = []
+        # A glyph dropped as drawn over the first one shows as object bounds reaching left
+        # of the first glyph kept (the last one, when the text runs right to left).
+        first, last = span[0], span[1]
+        pdfium_c.FPDFText_GetCharBox(textpage.raw, first, *box)
+        leftmost = box[0].value
+        if last != first:
+            pdfium_c.FPDFText_GetCharBox(textpage.raw, last, *box)
+            leftmost = min(leftmost, box[0].value)
+        if left < leftmost - _DROPPED_GLYPH_MARGIN:
+            exact = False
+    blanks.extend((None, blank) for blank in pending)
+    return blanks, exact
 
 
 def _blank(page: Any, obj: Any, x: float, y: float) -> Char:

@@ -15,10 +15,21 @@ from django.core.management import call_command
 
 from benchmarks.pdfgen import image_pdf, long_text_pdf, text_pdf
 from documents import pages as reader
+from documents import pdftext
 from documents.management.commands import compare_ingestion
 from documents.ocr import make_tesseract_engine
 from documents.pdftext import page_chars, page_table_boxes
 from tests.documents.conftest import PATHOLOGY_PAGES
+
+
+@pytest.fixture(autouse=True, params=["compiled loop", "python loop"])
+def character_loop(request, monkeypatch):
+    """Every test here runs with the compiled character loop (where built) and without it."""
+    if request.param == "python loop":
+        monkeypatch.setattr(pdftext, "_compiled", None)
+    elif not pdftext.compiled_reader():
+        pytest.skip("the C loop is not built")
+    return request.param
 
 
 def _both(data: bytes, **kwargs: object) -> tuple[list[reader.PageContent], ...]:

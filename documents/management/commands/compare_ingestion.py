@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +12,7 @@ import pypdfium2 as pdfium
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from documents.pages import PageContent, UnreadableDocument, extract_pdf
-from documents.pdftext import page_chars
+from documents.pdftext import loops_agree, page_chars
 from engine.classifiers.offline import OfflineClassifier
 from engine.document import DocumentContext
 from engine.verifiers import v4_grounding
@@ -22,22 +24,34 @@ def normalised_paragraphs(page: PageContent) -> list[str]:
     return [_SPACE.sub(" ", p).strip() for p in page.paragraphs]
 
 
-def pages_not_exact(data: bytes) -> int:
-    """How many pages the PDFium reader hands to pdfplumber (documents.pdftext.PageText)."""
+def _pdfium_pages(data: bytes) -> Iterator[tuple[Any, Any]]:
     document = pdfium.PdfDocument(data)
     try:
-        count = 0
         for index in range(len(document)):
             page = document[index]
             textpage = page.get_textpage()
             try:
-                count += not page_chars(page, textpage).exact
+                yield page, textpage
             finally:
                 textpage.close()
                 page.close()
-        return count
     finally:
         document.close()
+
+
+def pages_not_exact(data: bytes) -> int:
+    """How many pages the PDFium reader hands to pdfplumber (documents.pdftext.PageText)."""
+    return sum(not page_chars(page, textpage).exact for page, textpage in _pdfium_pages(data))
+
+
+def loop_agreement(data: bytes) -> Counter[str]:
+    """Pages by how the PDFium reader's compiled loop read them against its Python code:
+    "same", "different", or "python" (not built, or a page it leaves to the Python code)."""
+    outcomes: Counter[str] = Counter()
+    for page, textpage in _pdfium_pages(data):
+        agree = loops_agree(page, textpage)
+        outcomes["python" if agree is None else "same" if agree else "different"] += 1
+    return outcomes
 
 
 def _read(data: bytes, reader: str) -> tuple[list[PageContent], float]:
@@ -69,6 +83,7 @@ class Command(BaseCommand):
         v4_issues_old = v4_issues_new = 0
         seconds = {"pdfplumber": 0.0, "pdfium": 0.0}
         handed_over = 0
+        loops: Counter[str] = Counter()
         differing: list[str] = []
         for path in files:
             data = path.read_bytes()
@@ -81,6 +96,7 @@ class Command(BaseCommand):
             seconds["pdfplumber"] += old_s
             seconds["pdfium"] += new_s
             handed_over += pages_not_exact(data)
+            loops += loop_agreement(data)
             for a, b in zip(old, new, strict=False):
                 pages_total += 1
                 same = normalised_paragraphs(a) == normalised_paragraphs(b)
@@ -121,6 +137,9 @@ class Command(BaseCommand):
             "seconds_pdfplumber": round(seconds["pdfplumber"], 2),
             "seconds_pdfium": round(seconds["pdfium"], 2),
             "pages_pdfium_reader_hands_to_pdfplumber": handed_over,
+            "pages_compiled_loop_same_as_python": loops["same"],
+            "pages_compiled_loop_different_from_python": loops["different"],
+            "pages_read_by_python_loop": loops["python"],
         }
         self.stdout.write(f"{len(files)} PDF file(s), {pages_total} page(s)")
         self.stdout.write(
@@ -138,6 +157,10 @@ class Command(BaseCommand):
             f"reading time: pdfplumber {seconds['pdfplumber']:.1f} s, "
             f"PDFium {seconds['pdfium']:.1f} s (PDFium includes pdfplumber reading the "
             f"{handed_over} page(s) where PDFium's text page drops glyphs that pdfminer keeps)"
+        )
+        self.stdout.write(
+            f"compiled character loop against its Python code: {loops['same']} page(s) the "
+            f"same, {loops['different']} different, {loops['python']} read by the Python code"
         )
         if options["verbose_diff"]:
             for item in differing:
