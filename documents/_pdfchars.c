@@ -609,7 +609,7 @@ static PyObject *group_lines(const Page *page) {
     Word *words = PyMem_Malloc((size_t)n * sizeof(Word));
     /* Expanded text is at most three code points per code point. */
     Py_UCS4 *buffer = PyMem_Malloc(((size_t)page->text_length * 3 + 1) * sizeof(Py_UCS4));
-    PyObject **texts = NULL;
+    PyObject **texts = NULL, *space = NULL, *result = NULL;
     Py_ssize_t word_count = 0;
     if (values == NULL || ids == NULL || order == NULL || words == NULL || buffer == NULL) {
         PyErr_NoMemory();
@@ -686,7 +686,7 @@ static PyObject *group_lines(const Page *page) {
             goto fail;
         }
     }
-    PyObject *space = PyUnicode_FromOrdinal(' ');
+    space = PyUnicode_FromOrdinal(' ');
     if (space == NULL) {
         goto fail;
     }
@@ -700,7 +700,6 @@ static PyObject *group_lines(const Page *page) {
         if (boxes == NULL || parts == NULL) {
             Py_XDECREF(boxes);
             Py_XDECREF(parts);
-            Py_DECREF(space);
             goto fail;
         }
         double x0 = words[first].x0, top = words[first].top, bottom = words[first].bottom;
@@ -715,7 +714,6 @@ static PyObject *group_lines(const Page *page) {
             if (box == NULL) {
                 Py_DECREF(boxes);
                 Py_DECREF(parts);
-                Py_DECREF(space);
                 goto fail;
             }
             PyTuple_SET_ITEM(boxes, w - first, box);
@@ -726,14 +724,12 @@ static PyObject *group_lines(const Page *page) {
         Py_XDECREF(joined);
         if (text == NULL) {
             Py_DECREF(boxes);
-            Py_DECREF(space);
             goto fail;
         }
         if (PyUnicode_GET_LENGTH(text) > 0) {
             PyObject *line = Py_BuildValue("(NdddN)", text, x0, top, bottom, boxes);
             if (line == NULL || PyList_Append(lines, line) < 0) {
                 Py_XDECREF(line);
-                Py_DECREF(space);
                 goto fail;
             }
             Py_DECREF(line);
@@ -743,18 +739,10 @@ static PyObject *group_lines(const Page *page) {
         }
         first = end;
     }
-    Py_DECREF(space);
-    for (Py_ssize_t w = 0; w < word_count; w++) {
-        Py_DECREF(texts[w]);
-    }
-    PyMem_Free(texts);
-    PyMem_Free(values);
-    PyMem_Free(ids);
-    PyMem_Free(order);
-    PyMem_Free(words);
-    PyMem_Free(buffer);
-    return lines;
-fail:
+    result = lines;
+    lines = NULL;
+fail: /* and done: what is left to free */
+    Py_XDECREF(space);
     if (texts != NULL) {
         for (Py_ssize_t w = 0; w < word_count; w++) {
             Py_XDECREF(texts[w]);
@@ -766,8 +754,8 @@ fail:
     PyMem_Free(order);
     PyMem_Free(words);
     PyMem_Free(buffer);
-    Py_DECREF(lines);
-    return NULL;
+    Py_XDECREF(lines);
+    return result;
 }
 
 /* round(min(1.0, max(0.0, value)), 4), bit for bit: away from a tie the product by 10,000 is

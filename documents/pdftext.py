@@ -24,12 +24,13 @@ import itertools
 import logging
 import operator
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NamedTuple
 
 import cffi
+import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 import pypdfium2_raw.bindings as pdfium_bindings
 from pdfminer.fontmetrics import FONT_METRICS
@@ -596,6 +597,22 @@ def page_lines(page: Any, textpage: Any) -> tuple[list[Line], bool]:
             return read
     chars, exact = page_chars(page, textpage)
     return text_lines(chars), exact
+
+
+def text_pages(data: bytes) -> Iterator[tuple[Any, Any]]:
+    """Each page of a PDF with its PDFium text page, both closed when the caller moves on."""
+    document = pdfium.PdfDocument(data)
+    try:
+        for index in range(len(document)):
+            page = document[index]
+            textpage = page.get_textpage()
+            try:
+                yield page, textpage
+            finally:
+                textpage.close()
+                page.close()
+    finally:
+        document.close()
 
 
 def loops_agree(page: Any, textpage: Any) -> bool | None:

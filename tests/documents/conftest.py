@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import io
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from benchmarks.pdfgen import text_pdf
@@ -23,3 +27,16 @@ PATHOLOGY_PAGES = [
 @pytest.fixture
 def pathology_pdf() -> bytes:
     return text_pdf(PATHOLOGY_PAGES)
+
+
+def drawn_pdf(content: Callable[[Any], None]) -> bytes:
+    """A one-page letter PDF that ``content(canvas)`` draws with reportlab."""
+    from reportlab.lib.pagesizes import LETTER
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=LETTER, invariant=1)
+    content(pdf)
+    pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()

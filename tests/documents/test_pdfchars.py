@@ -3,46 +3,23 @@ which stays the reference: the same lines, word boxes and page fractions, bit fo
 
 from __future__ import annotations
 
-import io
 import random
 import struct
-from collections.abc import Callable, Iterator
 from typing import Any
 
-import pypdfium2 as pdfium
 import pytest
 
 from benchmarks.pdfgen import long_text_pdf, text_pdf
 from documents import pdftext
-from documents.pdftext import Char, compiled_reader, loops_agree, page_chars, text_lines
-from tests.documents.conftest import PATHOLOGY_PAGES
-
-
-def _drawn(content: Callable[[Any], None]) -> bytes:
-    from reportlab.lib.pagesizes import LETTER
-    from reportlab.pdfgen import canvas
-
-    buffer = io.BytesIO()
-    pdf = canvas.Canvas(buffer, pagesize=LETTER, invariant=1)
-    content(pdf)
-    pdf.showPage()
-    pdf.save()
-    return buffer.getvalue()
-
-
-def _pages(data: bytes) -> Iterator[tuple[Any, Any]]:
-    document = pdfium.PdfDocument(data)
-    try:
-        for index in range(len(document)):
-            page = document[index]
-            textpage = page.get_textpage()
-            try:
-                yield page, textpage
-            finally:
-                textpage.close()
-                page.close()
-    finally:
-        document.close()
+from documents.pdftext import (
+    Char,
+    compiled_reader,
+    loops_agree,
+    page_chars,
+    text_lines,
+    text_pages,
+)
+from tests.documents.conftest import PATHOLOGY_PAGES, drawn_pdf
 
 
 def _italic_and_upside_down(pdf: Any) -> None:
@@ -82,7 +59,7 @@ DOCUMENTS = {
     "pathology report": lambda: text_pdf(PATHOLOGY_PAGES),
     "ruled table": lambda: text_pdf([["GENOMIC FINDINGS"], ["RESULTS TABLE"]], table_on_page=2),
     "long report": lambda: long_text_pdf(3),
-    "italic and upside down": lambda: _drawn(_italic_and_upside_down),
+    "italic and upside down": lambda: drawn_pdf(_italic_and_upside_down),
 }
 
 needs_compiled = pytest.mark.skipif(not compiled_reader(), reason="the C loop is not built")
@@ -97,14 +74,14 @@ def test_the_compiled_loop_is_built_by_the_install():
 @needs_compiled
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_the_compiled_loop_reads_every_page_as_the_python_code(name):
-    # Each page is compared while it is open (_pages closes it when the loop moves on).
-    agree = [loops_agree(page, textpage) for page, textpage in _pages(DOCUMENTS[name]())]
+    # Each page is compared while it is open (text_pages closes it when the loop moves on).
+    agree = [loops_agree(page, textpage) for page, textpage in text_pages(DOCUMENTS[name]())]
     assert agree and agree == [True] * len(agree)
 
 
 @needs_compiled
 def test_a_page_with_text_that_is_not_upright_is_left_to_the_python_code():
-    for page, textpage in _pages(_drawn(_mirrored)):
+    for page, textpage in text_pages(drawn_pdf(_mirrored)):
         assert pdftext._compiled_lines(pdftext._compiled, page, textpage) is None
         lines, exact = pdftext.page_lines(page, textpage)
         chars, python_exact = page_chars(page, textpage)
@@ -127,8 +104,8 @@ def test_blanks_for_word_spaces_drawn_alone_go_where_the_python_code_puts_them(m
         return [*blanks, (second, first_line), (None, far_below)], exact
 
     monkeypatch.setattr(pdftext, "_dropped_objects", with_blanks)
-    data = _drawn(_italic_and_upside_down)
-    for page, textpage in _pages(data):
+    data = drawn_pdf(_italic_and_upside_down)
+    for page, textpage in text_pages(data):
         compiled = pdftext._compiled_lines(pdftext._compiled, page, textpage)
         chars, exact = page_chars(page, textpage)
         assert any(ch.text == " " and ch.x0 == 300.0 for ch in chars)
@@ -136,21 +113,8 @@ def test_blanks_for_word_spaces_drawn_alone_go_where_the_python_code_puts_them(m
         assert compiled == (text_lines(chars), exact)
 
 
-def _python_fractions(words, left, upper, width, height):
-    return [
-        (
-            text,
-            round(min(1.0, max(0.0, (x0 - left) / width)), 4),
-            round(min(1.0, max(0.0, (top - upper) / height)), 4),
-            round(min(1.0, max(0.0, (x1 - left) / width)), 4),
-            round(min(1.0, max(0.0, (bottom - upper) / height)), 4),
-        )
-        for text, x0, top, x1, bottom in words
-    ]
-
-
 @needs_compiled
-def test_word_fractions_are_the_same_doubles_as_pythons_round_even_at_ties():
+def test_word_fractions_are_the_same_doubles_as_pythons_round_even_at_ties(monkeypatch):
     rng = random.Random(13)
     special = [0.0, -0.0, 1.0, 0.03125, 0.5, 0.00005, 0.99995, float("nan"), float("inf"), -4.0]
     for width, height, left, upper in [(612.0, 792.0, 0.0, 0.0), (595.2756, 841.8898, 12.5, 18.0)]:
@@ -164,7 +128,9 @@ def test_word_fractions_are_the_same_doubles_as_pythons_round_even_at_ties():
                 values = [left + rng.choice(special) * width for _ in range(4)]
             words.append(("word", *values))
         compiled = pdftext.word_fractions(words, left, upper, width, height)
-        python = _python_fractions(words, left, upper, width, height)
+        with monkeypatch.context() as python_only:
+            python_only.setattr(pdftext, "_compiled", None)
+            python = pdftext.word_fractions(words, left, upper, width, height)
         assert [[struct.pack("d", v) for v in box[1:]] for box in compiled] == [
             [struct.pack("d", v) for v in box[1:]] for box in python
         ]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 import pdfplumber
@@ -19,7 +18,7 @@ from documents import pdftext
 from documents.management.commands import compare_ingestion
 from documents.ocr import make_tesseract_engine
 from documents.pdftext import page_chars, page_table_boxes
-from tests.documents.conftest import PATHOLOGY_PAGES
+from tests.documents.conftest import PATHOLOGY_PAGES, drawn_pdf
 
 
 @pytest.fixture(autouse=True, params=["compiled loop", "python loop"])
@@ -86,18 +85,6 @@ def test_pdfium_finds_the_table_from_its_own_path_edges_as_pdfplumber_does(monke
     assert page.block_types[page.paragraphs.index("KRAS G12D 31%")] == reader.TABLE
 
 
-def _drawn(content: Callable[[Any], None]) -> bytes:
-    from reportlab.lib.pagesizes import LETTER
-    from reportlab.pdfgen import canvas
-
-    buffer = io.BytesIO()
-    pdf = canvas.Canvas(buffer, pagesize=LETTER, invariant=1)
-    content(pdf)
-    pdf.showPage()
-    pdf.save()
-    return buffer.getvalue()
-
-
 def test_a_page_with_glyphs_drawn_over_themselves_is_read_as_pdfminer_reads_it():
     def fake_bold(pdf: Any) -> None:
         pdf.setFont("Helvetica", 11)
@@ -108,7 +95,7 @@ def test_a_page_with_glyphs_drawn_over_themselves_is_read_as_pdfminer_reads_it()
         text._code.append("[(O) 798 (O) 738 (O) 20 (K) 687 (K) 627 (K)] TJ")
         pdf.drawText(text)
 
-    data = _drawn(fake_bold)
+    data = drawn_pdf(fake_bold)
     document = pdfium.PdfDocument(data)
     try:
         page = document[0]
@@ -139,7 +126,7 @@ def test_pdfium_reads_a_turned_watermark_in_a_standard_font_as_pdfminer_does():
         pdf.drawString(0, 0, "Printed sideways")
         pdf.restoreState()
 
-    old, new = _both(_drawn(watermark))
+    old, new = _both(drawn_pdf(watermark))
     assert [p.paragraphs for p in new] == [p.paragraphs for p in old]
 
 
@@ -161,7 +148,7 @@ def test_pdfium_reads_rotated_pages_and_upside_down_or_mirrored_text_as_pdfminer
         pdf.drawString(0, 0, "Mirrored text")
         pdf.restoreState()
 
-    data = _drawn(page)
+    data = drawn_pdf(page)
     assert compare_ingestion.pages_not_exact(data) == 0  # read by PDFium, not handed over
     old, new = _both(data)
     assert [p.paragraphs for p in new] == [p.paragraphs for p in old]

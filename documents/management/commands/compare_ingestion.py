@@ -4,15 +4,13 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pypdfium2 as pdfium
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from documents.pages import PageContent, UnreadableDocument, extract_pdf
-from documents.pdftext import loops_agree, page_chars
+from documents.pdftext import loops_agree, page_chars, text_pages
 from engine.classifiers.offline import OfflineClassifier
 from engine.document import DocumentContext
 from engine.verifiers import v4_grounding
@@ -24,31 +22,16 @@ def normalised_paragraphs(page: PageContent) -> list[str]:
     return [_SPACE.sub(" ", p).strip() for p in page.paragraphs]
 
 
-def _pdfium_pages(data: bytes) -> Iterator[tuple[Any, Any]]:
-    document = pdfium.PdfDocument(data)
-    try:
-        for index in range(len(document)):
-            page = document[index]
-            textpage = page.get_textpage()
-            try:
-                yield page, textpage
-            finally:
-                textpage.close()
-                page.close()
-    finally:
-        document.close()
-
-
 def pages_not_exact(data: bytes) -> int:
     """How many pages the PDFium reader hands to pdfplumber (documents.pdftext.PageText)."""
-    return sum(not page_chars(page, textpage).exact for page, textpage in _pdfium_pages(data))
+    return sum(not page_chars(page, textpage).exact for page, textpage in text_pages(data))
 
 
 def loop_agreement(data: bytes) -> Counter[str]:
     """Pages by how the PDFium reader's compiled loop read them against its Python code:
     "same", "different", or "python" (not built, or a page it leaves to the Python code)."""
     outcomes: Counter[str] = Counter()
-    for page, textpage in _pdfium_pages(data):
+    for page, textpage in text_pages(data):
         agree = loops_agree(page, textpage)
         outcomes["python" if agree is None else "same" if agree else "different"] += 1
     return outcomes
