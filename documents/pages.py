@@ -593,15 +593,16 @@ def extract_text_file(text: str) -> list[PageContent]:
 
 
 def throttled(on_page: Callable[[int, int], None], interval: float) -> Callable[[int, int], None]:
-    """``on_page(done, total)`` for the first page, the last, and in between at most once per
-    ``interval`` seconds: a text page takes milliseconds, less than what is done with a
-    report of it."""
-    reported_at = 0.0
+    """``on_page(done, total)`` at most once per ``interval`` seconds, the first time once
+    ``interval`` has passed: a text page takes milliseconds, less than what is done with a
+    report of it, and a document read within ``interval`` needs none (its last step says
+    it is done)."""
+    reported_at = time.monotonic()
 
     def report(done: int, total: int) -> None:
         nonlocal reported_at
         now = time.monotonic()
-        if done <= 1 or done >= total or now - reported_at >= interval:
+        if now - reported_at >= interval:
             on_page(done, total)
             reported_at = now
 

@@ -320,9 +320,10 @@ PROGRESS_INTERVAL = 0.5  # seconds between two progress writes of one ingestion
 
 
 def _record_progress(document_id: Any) -> Callable[[int, int], None]:
-    """Write pages read so far on the row (outside any transaction, so lists see it live):
-    the first page, the last, and in between at most one write per PROGRESS_INTERVAL (a
-    text page takes milliseconds; a write per page would cost more than reading it)."""
+    """Write pages read so far on the row (outside any transaction, so lists see it live): at
+    most one write per PROGRESS_INTERVAL, none in the first (a text page takes milliseconds;
+    a write per page would cost more than reading it, and the ingestion's own save writes the
+    last page)."""
 
     def record(done: int, _total: int) -> None:
         Document.objects.filter(pk=document_id).update(pages_done=done)

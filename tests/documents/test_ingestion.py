@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -12,7 +13,7 @@ from rq import Queue
 
 from benchmarks.pdfgen import image_pdf, text_pdf
 from config.jobs import get_queue
-from documents import services, tasks
+from documents import pages, services, tasks, untrusted
 from documents.models import Document, Page
 from documents.pages import UnreadableDocument
 from tests.conftest import run_burst_worker
@@ -257,6 +258,9 @@ def test_ingestion_records_pages_read_and_keeps_word_boxes(monkeypatch):
         return both
 
     monkeypatch.setattr(services, "_record_progress", watch)
+    # Every page reported and written, as for pages that each take longer than the intervals.
+    monkeypatch.setattr(services, "PROGRESS_INTERVAL", 0.0)
+    monkeypatch.setattr(untrusted, "PROGRESS_INTERVAL", 0.0)
     pdf = text_pdf([["FIRST PAGE", "Alpha beta."], ["SECOND PAGE", "Gamma delta."]])
     document = services.document_create(filename="two.pdf", content=pdf, user=None)
     document.refresh_from_db()
@@ -265,6 +269,23 @@ def test_ingestion_records_pages_read_and_keeps_word_boxes(monkeypatch):
     page = document.pages.get(number=2)
     assert [page.text[a:b] for a, b, *_ in page.boxes] == page.text.split()
     assert (page.width, page.height) == (612.0, 792.0)
+
+
+def test_progress_is_reported_once_per_interval_and_never_for_a_quick_read(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(pages, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    seen: list[int] = []
+    report = pages.throttled(lambda done, _total: seen.append(done), 0.5)
+    for done, at in [(1, 100.1), (2, 100.4), (3, 100.6), (4, 100.9), (5, 101.2)]:
+        clock[0] = at
+        report(done, 5)
+    assert seen == [3, 5]  # 0.6 s after the start, then 0.6 s after that report
+    quick: list[int] = []
+    report = pages.throttled(lambda done, _total: quick.append(done), 0.5)
+    for done in (1, 2, 3):
+        clock[0] += 0.01
+        report(done, 3)
+    assert quick == []  # read within the interval: the ingestion's own save says it is done
 
 
 def test_backfill_gives_older_pages_their_word_boxes():
