@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from documents.models import Document
+from documents.pdftext import compiled_reader
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -75,6 +76,8 @@ def test_load_demo_creates_the_reviewer_and_processes_every_demo_document():
 def test_bench_ingest_prints_pages_per_second_for_both_methods_and_peak_memory():
     out, _ = run("bench_ingest", "--pages", "4", "--repeat", "1")
     assert "Generated text PDF: 4 pages" in out
+    loop = "compiled (documents/_pdfchars.c)" if compiled_reader() else "Python"
+    assert f"PDFium character loop: {loop}" in out
     for label in ("pdfplumber extract_text() (plain)", "vetted extraction (pdfium)"):
         line = next(line for line in out.splitlines() if line.startswith(label))
         numbers = [float(n) for n in re.findall(r"\d+\.\d+", line[len(label) :])]
@@ -88,6 +91,7 @@ def test_bench_ingest_writes_its_best_rates_to_json(tmp_path):
     run("bench_ingest", "--pages", "3", "--repeat", "1", "--json", str(target))
     figures = json.loads(target.read_text())
     assert figures["reader"] == "pdfium"
+    assert figures["compiled_reader"] is compiled_reader()
     assert figures["pdfplumber_pages_per_second"] > 0
     assert figures["ingest_pages_per_second"] > 0
     assert figures["ingest_over_pdfplumber"] == pytest.approx(
