@@ -13,6 +13,10 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#ifdef __FAST_MATH__
+#error "the C loop must round as Python does: build it without -ffast-math or -Ofast"
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -365,6 +369,10 @@ static int read_chars(Page *page, void *text_page, int count, const double trans
             if (reach > previous->x1) {
                 previous->x1 = reach;
             }
+            if (!isfinite(previous->x1)) {
+                result = 0;
+                goto done;
+            }
             last_kept = index;
             continue;
         }
@@ -431,11 +439,12 @@ static int compare_blanks(const void *left, const void *right) {
 }
 
 static int insert_blanks(Page *page, PyObject *blanks) {
-    PyObject *items = PySequence_Fast(blanks, "blanks must be a list");
+    /* A tuple: no callback below can shrink it while its items are read. */
+    PyObject *items = PySequence_Tuple(blanks);
     if (items == NULL) {
         return -1;
     }
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
+    Py_ssize_t count = PyTuple_GET_SIZE(items);
     if (count == 0) {
         Py_DECREF(items);
         return 1;
@@ -449,7 +458,7 @@ static int insert_blanks(Page *page, PyObject *blanks) {
     }
     for (Py_ssize_t i = 0; i < count; i++) {
         Blank *blank = &inserted[i];
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(items, i), "ndddd", &blank->position,
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(items, i), "ndddd", &blank->position,
                               &blank->x0, &blank->top, &blank->x1, &blank->bottom)) {
             goto done;
         }
@@ -788,18 +797,18 @@ static PyObject *fractions(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Odddd", &words, &left, &upper, &width, &height)) {
         return NULL;
     }
-    PyObject *items = PySequence_Fast(words, "words must be a sequence");
+    PyObject *items = PySequence_Tuple(words);
     if (items == NULL) {
         return NULL;
     }
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
+    Py_ssize_t count = PyTuple_GET_SIZE(items);
     PyObject *result = PyList_New(count);
     if (result == NULL) {
         Py_DECREF(items);
         return NULL;
     }
     for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *word = PySequence_Fast_GET_ITEM(items, i);
+        PyObject *word = PyTuple_GET_ITEM(items, i);
         if (!PyTuple_Check(word) || PyTuple_GET_SIZE(word) != 5) {
             PyErr_SetString(PyExc_TypeError, "a word is (text, x0, top, x1, bottom)");
             goto fail;

@@ -1,4 +1,4 @@
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 VERSION: int
 
@@ -29,3 +29,6 @@ def page_lines(
     ],
     /,
 ) -> tuple[list[_Line], bool] | None: ...
+def fractions(
+    words: Sequence[_Word], left: float, upper: float, width: float, height: float, /
+) -> list[_Word]: ...

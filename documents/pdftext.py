@@ -625,7 +625,8 @@ def loops_agree(page: Any, textpage: Any) -> bool | None:
     if read is None:
         return None
     chars, exact = page_chars(page, textpage)
-    return read == (text_lines(chars), exact)
+    # By repr, which tells -0.0 from 0.0 and writes each double so that it reads back the same.
+    return repr(read) == repr((text_lines(chars), exact))
 
 
 def _compiled_lines(
