@@ -69,7 +69,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--pages", type=int, default=50)
-        parser.add_argument("--repeat", type=int, default=5)
+        parser.add_argument("--repeat", type=int, default=7)
         parser.add_argument(
             "--reader",
             choices=READERS,
