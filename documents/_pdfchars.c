@@ -213,6 +213,10 @@ static int set_last(PyObject *span, int value) {
     return 0;
 }
 
+static int finite_box(double x0, double top, double x1, double bottom) {
+    return isfinite(x0) && isfinite(top) && isfinite(x1) && isfinite(bottom);
+}
+
 static int is_space(const Page *page, const Char *ch) {
     /* str.isspace(): a ligature's merged text holds a letter, so only one code point can be. */
     return ch->length == 1 && Py_UNICODE_ISSPACE(page->text[ch->start]);
@@ -405,7 +409,7 @@ static int read_chars(Page *page, void *text_page, int count, const double trans
         }
         ch->start = page->text_length;
         ch->length = 1;
-        if (!(isfinite(ch->x0) && isfinite(ch->top) && isfinite(ch->x1) && isfinite(ch->bottom))) {
+        if (!finite_box(ch->x0, ch->top, ch->x1, ch->bottom)) {
             result = 0;
             goto done;
         }
@@ -466,8 +470,7 @@ static int insert_blanks(Page *page, PyObject *blanks) {
             blank->position = page->count;
         }
         blank->order = i;
-        if (!(isfinite(blank->x0) && isfinite(blank->top) && isfinite(blank->x1) &&
-              isfinite(blank->bottom))) {
+        if (!finite_box(blank->x0, blank->top, blank->x1, blank->bottom)) {
             result = 0;
             goto done;
         }

@@ -454,15 +454,16 @@ def page_chars(page: Any, textpage: Any) -> PageText:
     widths: dict[str, float] = {}
     widths_of: dict[Any, dict[str, float]] = {}
     descents: dict[Any, float] = {}
-    first: dict[Any, int] = {}  # each text object's first character on the text page
-    last: dict[Any, int] = {}  # and its last
+    # Each text object's [first, last] character index on the text page and where its
+    # characters start in chars (the shape the compiled loop gives too).
+    spans: dict[Any, list[int]] = {}
+    span: list[int] = []
     last_kept = 0
     upright = turned = True
     text_matrix = (1.0, 0.0, 0.0, 1.0)
     descent_ratio = 0.0
     last_key: Any = None
     last_ox = last_oy = float("nan")
-    starts: dict[Any, int] = {}  # where each text object's characters start in chars
     texts: Any = all_text
     if texts is None:
         codes = [get_unicode(raw, index) for index in range(count)]
@@ -478,10 +479,9 @@ def page_chars(page: Any, textpage: Any) -> PageText:
             continue
         if key != current_object:
             if current_object is not None:
-                last[current_object] = last_kept
+                span[1] = last_kept
             current_object = key
-            first.setdefault(key, index)
-            starts.setdefault(key, len(chars))
+            span = spans.setdefault(key, [index, index, len(chars)])
             pdfium_c.FPDFText_GetMatrix(raw, index, matrix)
             font_size = pdfium_c.FPDFText_GetFontSize(raw, index)
             # The character's matrix in pdfminer's page space decides size and uprightness.
@@ -556,8 +556,8 @@ def page_chars(page: Any, textpage: Any) -> PageText:
                 )
             )
     if current_object is not None:
-        last[current_object] = last_kept
-    return _with_dropped_objects(page, textpage, chars, starts, first, last)
+        span[1] = last_kept
+    return _with_dropped_objects(page, textpage, chars, spans)
 
 
 Fractions = tuple[str, float, float, float, float]
@@ -615,16 +615,17 @@ def text_pages(data: bytes) -> Iterator[tuple[Any, Any]]:
         document.close()
 
 
-def loops_agree(page: Any, textpage: Any) -> bool | None:
+def loops_agree(page: Any, textpage: Any, python: PageText | None = None) -> bool | None:
     """Whether the compiled loop reads the page exactly as the Python code does (the same
     lines, word boxes and exactness); None when it is not built or leaves the page to the
-    Python code. For manage.py compare_ingestion and the tests."""
+    Python code. ``python``: the page's page_chars, when the caller has it. For manage.py
+    compare_ingestion and the tests."""
     if _compiled is None:
         return None
     read = _compiled_lines(_compiled, page, textpage)
     if read is None:
         return None
-    chars, exact = page_chars(page, textpage)
+    chars, exact = python or page_chars(page, textpage)
     # By repr, which tells -0.0 from 0.0 and writes each double so that it reads back the same.
     return repr(read) == repr((text_lines(chars), exact))
 
@@ -648,8 +649,7 @@ def _compiled_lines(
     ) -> tuple[list[tuple[int, float, float, float, float]], bool]:
         blanks, exact = _dropped_objects(page, textpage, spans, _integer_address)
         return [
-            (-1 if key is None else spans[key][2], blank.x0, blank.top, blank.x1, blank.bottom)
-            for key, blank in blanks
+            (position, blank.x0, blank.top, blank.x1, blank.bottom) for position, blank in blanks
         ], exact
 
     read = compiled.page_lines(
@@ -696,31 +696,21 @@ def _object_bounds(obj: Any) -> tuple[float, float, float, float]:
 
 
 def _with_dropped_objects(
-    page: Any,
-    textpage: Any,
-    chars: list[Char],
-    starts: dict[Any, int],
-    first: dict[Any, int],
-    last: dict[Any, int],
+    page: Any, textpage: Any, chars: list[Char], spans: Mapping[Any, Sequence[int]]
 ) -> PageText:
     """The characters with a blank for each word space drawn alone, and whether the page is
     exact (see _dropped_objects)."""
-    spans = {key: (first[key], last[key]) for key in first}
     blanks, exact = _dropped_objects(page, textpage, spans, _address)
     if not blanks:
         return PageText(chars, exact)
     inserts: dict[int, list[Char]] = {}
-    pending: list[Char] = []
-    for before, blank in blanks:
-        if before is None:
-            pending.append(blank)
-        else:
-            inserts.setdefault(starts[before], []).append(blank)
+    for position, blank in blanks:
+        inserts.setdefault(position, []).append(blank)
     merged: list[Char] = []
     for position, ch in enumerate(chars):
         merged.extend(inserts.get(position, ()))
         merged.append(ch)
-    merged.extend(pending)
+    merged.extend(inserts.get(-1, ()))
     return PageText(merged, exact)
 
 
@@ -729,21 +719,22 @@ def _dropped_objects(
     textpage: Any,
     spans: Mapping[Any, Sequence[int]],
     key_of: Callable[[Any], Any],
-) -> tuple[list[tuple[Any, Char]], bool]:
+) -> tuple[list[tuple[int, Char]], bool]:
     """Check the page's text objects against what PDFium's text page kept of them: ``spans``
-    holds, by ``key_of(object)``, each kept object's first and last character index.
+    holds, by ``key_of(object)``, each kept object's first and last character index and where
+    its characters start among the page's characters.
 
     PDFium's text page leaves out what it takes for repeats: a glyph drawn again over itself
     within 0.07 em (fake bold), and a whole text object repeating a recent one. pdfminer keeps
     every glyph, so such a page is not exact (its characters cannot be recovered here). A
     dropped object with no extent is a word space drawn alone: a blank goes where it was,
     which keeps the words on either side apart, as pdfminer's space character does. Returns
-    the blanks, each with the key of the kept object it goes before (None: after the last),
-    and whether the page is exact.
+    the blanks, each with the position of the character it goes before (that of the next kept
+    object; -1: after the last), and whether the page is exact.
     """
     raw = page.raw
     box = [ctypes.c_double() for _ in range(4)]
-    blanks: list[tuple[Any, Char]] = []
+    blanks: list[tuple[int, Char]] = []
     pending: list[Char] = []
     exact = True
     for index in range(pdfium_c.FPDFPage_CountObjects(raw)):
@@ -759,7 +750,7 @@ def _dropped_objects(
             else:
                 exact = False
             continue
-        blanks.extend((key, blank) for blank in pending)
+        blanks.extend((span[2], blank) for blank in pending)
         pending = []
         # A glyph dropped as drawn over the first one shows as object bounds reaching left
         # of the first glyph kept (the last one, when the text runs right to left).
@@ -771,7 +762,7 @@ def _dropped_objects(
             leftmost = min(leftmost, box[0].value)
         if left < leftmost - _DROPPED_GLYPH_MARGIN:
             exact = False
-    blanks.extend((None, blank) for blank in pending)
+    blanks.extend((-1, blank) for blank in pending)
     return blanks, exact
 
 

@@ -98,10 +98,10 @@ def test_blanks_for_word_spaces_drawn_alone_go_where_the_python_code_puts_them(m
 
     def with_blanks(page, textpage, spans, key_of):
         blanks, exact = real(page, textpage, spans, key_of)
-        second = list(spans)[1]
+        second = list(spans.values())[1][2]  # where the second object's characters start
         first_line = Char(" ", 100.0, 71.0, 100.0, 83.0, True)
         far_below = Char(" ", 300.0, 700.0, 300.0, 712.0, True)
-        return [*blanks, (second, first_line), (None, far_below)], exact
+        return [*blanks, (second, first_line), (-1, far_below)], exact
 
     monkeypatch.setattr(pdftext, "_dropped_objects", with_blanks)
     data = drawn_pdf(_italic_and_upside_down)

@@ -24,15 +24,18 @@ def normalised_paragraphs(page: PageContent) -> list[str]:
 
 def pages_not_exact(data: bytes) -> int:
     """How many pages the PDFium reader hands to pdfplumber (documents.pdftext.PageText)."""
-    return sum(not page_chars(page, textpage).exact for page, textpage in text_pages(data))
+    return page_checks(data)["not exact"]
 
 
-def loop_agreement(data: bytes) -> Counter[str]:
-    """Pages by how the PDFium reader's compiled loop read them against its Python code:
-    "same", "different", or "python" (not built, or a page it leaves to the Python code)."""
+def page_checks(data: bytes) -> Counter[str]:
+    """Each page read once with the PDFium reader's Python code: "not exact" counts the pages
+    it hands to pdfplumber; "same", "different" or "python" how its compiled loop read the
+    page against that code ("python": not built, or a page it leaves to the Python code)."""
     outcomes: Counter[str] = Counter()
     for page, textpage in text_pages(data):
-        agree = loops_agree(page, textpage)
+        python = page_chars(page, textpage)
+        outcomes["not exact"] += not python.exact
+        agree = loops_agree(page, textpage, python)
         outcomes["python" if agree is None else "same" if agree else "different"] += 1
     return outcomes
 
@@ -65,8 +68,7 @@ class Command(BaseCommand):
         snippets = grounded_old = grounded_new = 0
         v4_issues_old = v4_issues_new = 0
         seconds = {"pdfplumber": 0.0, "pdfium": 0.0}
-        handed_over = 0
-        loops: Counter[str] = Counter()
+        checked: Counter[str] = Counter()  # page_checks, summed over the files
         differing: list[str] = []
         for path in files:
             data = path.read_bytes()
@@ -78,8 +80,7 @@ class Command(BaseCommand):
                 continue
             seconds["pdfplumber"] += old_s
             seconds["pdfium"] += new_s
-            handed_over += pages_not_exact(data)
-            loops += loop_agreement(data)
+            checked += page_checks(data)
             for a, b in zip(old, new, strict=False):
                 pages_total += 1
                 same = normalised_paragraphs(a) == normalised_paragraphs(b)
@@ -105,6 +106,7 @@ class Command(BaseCommand):
                 v4_grounding.verify(new_output, DocumentContext(pages=new_texts)).issues
             )
         share = same_paragraphs / pages_total if pages_total else 0.0
+        handed_over = checked["not exact"]
         figures = {
             "files": len(files),
             "pages": pages_total,
@@ -120,9 +122,9 @@ class Command(BaseCommand):
             "seconds_pdfplumber": round(seconds["pdfplumber"], 2),
             "seconds_pdfium": round(seconds["pdfium"], 2),
             "pages_pdfium_reader_hands_to_pdfplumber": handed_over,
-            "pages_compiled_loop_same_as_python": loops["same"],
-            "pages_compiled_loop_different_from_python": loops["different"],
-            "pages_read_by_python_loop": loops["python"],
+            "pages_compiled_loop_same_as_python": checked["same"],
+            "pages_compiled_loop_different_from_python": checked["different"],
+            "pages_read_by_python_loop": checked["python"],
         }
         self.stdout.write(f"{len(files)} PDF file(s), {pages_total} page(s)")
         self.stdout.write(
@@ -142,8 +144,8 @@ class Command(BaseCommand):
             f"{handed_over} page(s) where PDFium's text page drops glyphs that pdfminer keeps)"
         )
         self.stdout.write(
-            f"compiled character loop against its Python code: {loops['same']} page(s) the "
-            f"same, {loops['different']} different, {loops['python']} read by the Python code"
+            f"compiled character loop against its Python code: {checked['same']} page(s) the "
+            f"same, {checked['different']} different, {checked['python']} read by the Python code"
         )
         if options["verbose_diff"]:
             for item in differing:
