@@ -143,15 +143,15 @@ _FFI.cdef(
 _PDFIUM = _FFI.dlopen(pdfium_bindings._libs["pdfium"]._name)
 
 
-def _address(pointer: Any) -> Any:
-    """A PDFium handle from pypdfium2 (ctypes) as cffi sees it; equal to the handles that
-    FPDFText_GetTextObject returns for the same object."""
-    return _FFI.cast("void *", ctypes.cast(pointer, ctypes.c_void_p).value or 0)
-
-
 def _integer_address(pointer: Any) -> int:
     """A PDFium handle from pypdfium2 (ctypes) as the compiled reader sees it."""
     return ctypes.cast(pointer, ctypes.c_void_p).value or 0
+
+
+def _address(pointer: Any) -> Any:
+    """A PDFium handle from pypdfium2 (ctypes) as cffi sees it; equal to the handles that
+    FPDFText_GetTextObject returns for the same object."""
+    return _FFI.cast("void *", _integer_address(pointer))
 
 
 _GET_FONT = _function("FPDFTextObj_GetFont", ctypes.c_void_p, ctypes.c_void_p)
