@@ -370,7 +370,7 @@ def run_bench(config: BenchConfig, say: Callable[[str], None]) -> dict[str, Any]
     from redis import Redis
 
     started = time.time()
-    quiet = [logging.getLogger(n) for n in ("config.jobs", "reliability.services")]
+    quiet = [logging.getLogger(n) for n in ("core.jobs", "reliability.services")]
     levels = [logger.level for logger in quiet]
     for logger in quiet:  # a line per run would drown the figures
         logger.setLevel(logging.WARNING)

@@ -39,11 +39,13 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "django_rq",
+    "core",
     "mozilla_django_oidc",
     "documents",
     "reliability",
     "review",
     "integrations",
+    "benchmarks",
     "axes",
 ]
 
@@ -62,7 +64,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Hardening: no browser or proxy keeps a copy of a page or file (patient data);
     # a Content-Security-Policy that allows only this site's own scripts; login lockout.
-    "config.middleware.NoStoreMiddleware",
+    "core.middleware.NoStoreMiddleware",
     "csp.middleware.CSPMiddleware",
     "axes.middleware.AxesMiddleware",
 ]

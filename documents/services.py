@@ -17,9 +17,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from config.bulk import bulk_insert
-from config.heartbeat import Heartbeat
-from config.jobs import enqueue_many_on_commit, enqueue_on_commit, job_exists, jobs_missing
+from core.bulk import bulk_insert
+from core.heartbeat import Heartbeat
+from core.jobs import enqueue_many_on_commit, enqueue_on_commit, job_exists, jobs_missing
 from documents.models import Document, Page
 from documents.ocr import make_tesseract_engine
 from documents.pages import OCR, PageContent, UnreadableDocument, throttled

@@ -7,7 +7,7 @@ from contextlib import ExitStack
 
 from django.conf import settings
 
-from config.jobs import jobs_run_inline
+from core.jobs import jobs_run_inline
 from documents import services
 from documents.models import Document
 from documents.pages import UnreadableDocument

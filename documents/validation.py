@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from config.errors import Refused
+from core.errors import Refused
 from documents.pages import decode_text, extract_text_file
 from documents.sandbox import Limits, SandboxFailed, run_sandboxed
 from documents.untrusted import PdfFacts, oversized_message, pdf_facts, pdf_facts_many

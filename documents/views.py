@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from config.http import HtmxHttpRequest, require_permission
+from core.http import HtmxHttpRequest, require_permission
 from documents.forms import UploadForm
 from documents.models import Document
 from documents.selectors import documents_with_outcome

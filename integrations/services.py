@@ -22,7 +22,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from redis.exceptions import RedisError
 
-from config.jobs import enqueue, enqueue_on_commit, get_queue, jobs_run_inline
+from core.jobs import enqueue, enqueue_on_commit, get_queue, jobs_run_inline
 from integrations import signing
 from integrations.models import Event, WebhookDelivery, WebhookEndpoint
 

@@ -4,6 +4,7 @@ from typing import Any
 
 from django.contrib import admin
 
+from core.admin import ReadOnlyAdmin
 from reliability.models import (
     ApiToken,
     Attempt,
@@ -14,7 +15,6 @@ from reliability.models import (
     Run,
     TrainedClassifierModel,
 )
-from review.admin import ReadOnlyAdmin
 
 
 class AttemptInline(admin.TabularInline):

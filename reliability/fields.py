@@ -10,13 +10,6 @@ from typing import Any
 
 from django.conf import settings
 
-from config.extraction import (
-    POOR_OCR_REASON,
-    ProcessingOptions,
-    form_templates,
-    loop_config,
-    packs,
-)
 from documents.models import Document
 from engine.fields.forms import FormMatch
 from engine.fields.loop import LoopConfig
@@ -25,11 +18,18 @@ from engine.fields.templates import Pack, Template, find_template
 from engine.llm import run_concurrently
 from engine.protocols import LLMClient
 from engine.schemas import DOC_TYPES, ClassificationOutput
+from reliability.extraction import (
+    POOR_OCR_REASON,
+    ProcessingOptions,
+    form_templates,
+    loop_config,
+    packs,
+)
 from reliability.models import Extraction, ExtractionTemplate, Run
 
 logger = logging.getLogger(__name__)
 
-# The options, loop settings and packs are shared with review (config.extraction); they are
+# The options, loop settings and packs are shared with review (reliability.extraction); they are
 # named here too because the API, the commands and the tests know them from this module.
 __all__ = ["POOR_OCR_REASON", "ProcessingOptions", "form_templates", "loop_config", "packs"]
 

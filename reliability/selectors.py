@@ -12,7 +12,7 @@ from django.db.models import Avg, Count, F, FloatField, Q
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from config.aggregates import percentile
+from core.aggregates import percentile
 from reliability.models import Extraction
 
 SCORE_BANDS = (

@@ -23,9 +23,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 from redis.exceptions import RedisError
 
-from config.errors import Refused
-from config.heartbeat import Heartbeat
-from config.jobs import enqueue_at, enqueue_on_commit, job_exists, jobs_run_inline
+from core.errors import Refused
+from core.heartbeat import Heartbeat
+from core.jobs import enqueue_at, enqueue_on_commit, job_exists, jobs_run_inline
 from documents.models import Document
 from engine import llm, pipeline
 from engine.classifiers.gemini import FewShotExample, GeminiClassifier

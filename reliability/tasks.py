@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from config.jobs import jobs_run_inline
+from core.jobs import jobs_run_inline
 from reliability import services
 
 logger = logging.getLogger(__name__)

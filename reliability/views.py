@@ -9,7 +9,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from config.http import HtmxHttpRequest, require_permission
+from core.http import HtmxHttpRequest, require_permission
 from documents.models import Document
 from reliability import llm_runtime
 from reliability.models import Attempt, Issue, Run

@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.http import HttpRequest
 
+from core.admin import ReadOnlyAdmin
 from review.models import (
     AuditEvent,
     AuditSample,
@@ -15,19 +16,6 @@ from review.models import (
     ReviewPacket,
     SecondReview,
 )
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """History must not change: no adding, editing or deleting in the admin."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(ReviewPacket)

@@ -16,7 +16,6 @@ from typing import Any
 
 from django.conf import settings
 
-from config.extraction import ProcessingOptions, form_templates, loop_config, packs
 from documents.models import Document, Page
 from engine import llm
 from engine.fields.segment import COMPLETED, extract_segment
@@ -31,6 +30,7 @@ from engine.schemas import (
     SelfEvaluation,
     TypeAssessment,
 )
+from reliability.extraction import ProcessingOptions, form_templates, loop_config, packs
 from reliability.models import Extraction
 
 SHARE_TOLERANCE = 0.01

@@ -28,7 +28,7 @@ from typing import IO, Any
 
 from django.db.models import QuerySet
 
-from config.errors import Refused
+from core.errors import Refused
 from engine.schemas import DISPLAY_NAMES, DOC_TYPES
 from review import fhir
 from review.models import GroundTruth

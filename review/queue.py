@@ -27,7 +27,7 @@ from django.db.models import BooleanField, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from config.caching import cache_get, cache_set, cached
+from core.caching import cache_get, cache_set, cached
 from engine.schemas import DOC_TYPES, Severity
 from review.models import Review, ReviewPacket
 

@@ -23,14 +23,14 @@ from django.db.models import (
 )
 from django.utils import timezone
 
-from config.aggregates import percentile
-from config.extraction import packs
+from core.aggregates import percentile
 from documents.boxes import span_rects
 from documents.models import Document, Page
 from engine import quality
 from engine.fields.templates import find_template
 from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput
 from reliability import llm_runtime
+from reliability.extraction import packs
 from reliability.models import Attempt, Extraction, Run
 from review.corrections import extraction_record
 from review.evidence import context_for

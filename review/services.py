@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from config.errors import Refused
+from core.errors import Refused
 from documents.models import Document
 from engine import pipeline, quality
 from engine.schemas import (

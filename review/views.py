@@ -17,8 +17,8 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from config.caching import cached
-from config.http import HtmxHttpRequest, require_permission
+from core.caching import cached
+from core.http import HtmxHttpRequest, require_permission
 from documents.models import Document
 from documents.sandbox import SandboxFailed
 from documents.services import page_image_path
@@ -488,7 +488,7 @@ def page_image(request: HtmxHttpRequest, packet_id: int, number: int) -> HttpRes
             status=422,
             content_type="text/plain; charset=utf-8",
         )
-    # Patient data: config.middleware.NoStoreMiddleware keeps browsers from storing it.
+    # Patient data: core.middleware.NoStoreMiddleware keeps browsers from storing it.
     return FileResponse(path.open("rb"), content_type="image/png")
 
 

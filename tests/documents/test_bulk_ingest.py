@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 
 from benchmarks import hostile
 from benchmarks.pdfgen import text_pdf, zero_page_pdf
-from config.jobs import jobs_missing
+from core.jobs import jobs_missing
 from documents import sandbox, services
 from documents.models import Document
 from documents.validation import (

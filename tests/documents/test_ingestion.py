@@ -12,7 +12,7 @@ from django.utils import timezone
 from rq import Queue
 
 from benchmarks.pdfgen import image_pdf, text_pdf
-from config.jobs import get_queue
+from core.jobs import get_queue
 from documents import pages, services, tasks, untrusted
 from documents.models import Document, Page
 from documents.pages import UnreadableDocument
@@ -306,7 +306,7 @@ def test_pages_written_by_copy_read_back_as_bulk_create_writes_them():
     from django.db import connection
     from django.db.models import Value
 
-    from config.bulk import bulk_insert
+    from core.bulk import bulk_insert
 
     assert connection.vendor == "postgresql"  # the COPY path
     pdf = text_pdf([["ONLY PAGE", "Some words here."]])

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from benchmarks.pdfgen import image_pdf, long_text_pdf, text_pdf
 from documents import pages as reader
 from documents import pdftext
-from documents.management.commands import compare_ingestion
+from benchmarks.management.commands import compare_ingestion
 from documents.ocr import make_tesseract_engine
 from documents.pdftext import page_chars, page_table_boxes
 from tests.documents.conftest import PATHOLOGY_PAGES, drawn_pdf

@@ -10,7 +10,7 @@ from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
-from config.aggregates import percentile
+from core.aggregates import percentile
 from reliability.models import Extraction, Run
 from reliability.selectors import loop_monitoring
 from tests.conftest import ready_document

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from config.jobs import get_queue
+from core.jobs import get_queue
 from reliability import services, tasks
 from reliability.models import Run
 from review.models import GroundTruth, ReviewPacket

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from config.jobs import jobs_run_inline
+from core.jobs import jobs_run_inline
 from documents.models import Document
 from documents.services import DuplicateUpload, documents_create_many, documents_requeue_lost
 from documents.validation import UploadRefused, check_size
