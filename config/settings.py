@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "integrations",
     "benchmarks",
     "axes",
+    # Last: its ready() connects the apps to each other (config.wiring).
+    "config",
 ]
 
 MIDDLEWARE = [

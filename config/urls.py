@@ -14,8 +14,10 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from api.urls import urls as api_urls
 from integrations.sso import VettedLoginView, admin_login
-from reliability.api import urls as api_urls
+from reliability import urls as reliability_urls
+from review import urls as review_urls
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +74,10 @@ urlpatterns = [
     path("admin/login/", login_not_required(admin_login)),
     path("admin/", admin.site.urls),
     path("documents/", include("documents.urls")),
-    path("runs/", include("reliability.urls")),
+    path(
+        "runs/",
+        include(([*reliability_urls.urlpatterns, *review_urls.run_pages], "reliability")),
+    ),
     path("review/", include("review.urls")),
     path("api/v1/", api_urls()),
     path("healthz", healthz, name="healthz"),

@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from core import events
 from core.bulk import bulk_insert
 from core.heartbeat import Heartbeat
 from core.jobs import enqueue_many_on_commit, enqueue_on_commit, job_exists, jobs_missing
@@ -25,9 +26,13 @@ from documents.ocr import make_tesseract_engine
 from documents.pages import OCR, PageContent, UnreadableDocument, throttled
 from documents.sandbox import Limits, SandboxFailed, run_sandboxed
 from documents.untrusted import extract_checked, render_checked
-from documents.validation import CheckLimits, UploadRefused, inspect_upload, inspect_uploads
-from integrations.models import Event
-from integrations.services import event_emit
+from documents.validation import (
+    CheckLimits,
+    UploadRefused,
+    check_size,
+    inspect_upload,
+    inspect_uploads,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +116,19 @@ def document_create(
     except BaseException:
         document.file.delete(save=False)
         raise
+    return document
+
+
+def document_upload(
+    *, upload: Any, user: Any | None, options: dict[str, Any] | None = None
+) -> Document:
+    """``document_create`` of an uploaded file (a Django ``UploadedFile``, from the form or the
+    API): its size is checked before it is read into memory. Raises UploadRefused
+    (DuplicateUpload for a file stored already)."""
+    name = upload.name or "unnamed"
+    check_size(name=name, size=upload.size or 0, max_bytes=settings.UPLOAD_MAX_BYTES)
+    document = document_create(filename=name, content=upload.read(), user=user, options=options)
+    document.refresh_from_db(fields=["status", "error", "error_code"])
     return document
 
 
@@ -413,9 +431,9 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
                 "updated_at",
             ]
         )
-        event_emit(
-            kind=Event.DOCUMENT_READY,
-            data={
+        events.publish(
+            events.Event.DOCUMENT_READY,
+            {
                 "document_id": str(document.pk),
                 "page_count": document.page_count,
                 "quality": document.quality,

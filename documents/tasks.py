@@ -5,10 +5,8 @@ from __future__ import annotations
 import logging
 from contextlib import ExitStack
 
-from django.conf import settings
-
 from core.jobs import jobs_run_inline
-from documents import services
+from documents import hooks, services
 from documents.models import Document
 from documents.pages import UnreadableDocument
 
@@ -45,8 +43,5 @@ def ingest_document(document_id: str) -> str:
             document_id=document_id, message=UNEXPECTED_FAILURE.format(id=document_id)
         )
         return "failed"
-    if settings.AUTO_CLASSIFY:
-        from reliability.services import run_start
-
-        run_start(document=document)
+    hooks.document_ready(document)
     return "ready"

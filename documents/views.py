@@ -13,11 +13,11 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from core.http import HtmxHttpRequest, require_permission
+from documents import services
 from documents.forms import UploadForm
 from documents.models import Document
 from documents.selectors import documents_with_outcome
-from documents.services import document_create, document_retry
-from documents.validation import UploadRefused, check_size
+from documents.validation import UploadRefused
 from engine.schemas import DISPLAY_NAMES
 
 PAGE_SIZE = 50
@@ -113,21 +113,14 @@ def document_upload(request: HtmxHttpRequest) -> HttpResponse:
     created: list[Document] = []
     if form.is_valid():
         for upload in form.cleaned_data["documents"]:
-            name = upload.name or "unnamed"
             try:
-                check_size(name=name, size=upload.size or 0, max_bytes=settings.UPLOAD_MAX_BYTES)
                 created.append(
-                    document_create(
-                        filename=name,
-                        content=upload.read(),
-                        user=request.user,
-                        options=form.options(),
+                    services.document_upload(
+                        upload=upload, user=request.user, options=form.options()
                     )
                 )
             except UploadRefused as refused:
                 form.add_error("documents", refused.message)
-    for document in created:
-        document.refresh_from_db(fields=["status", "error", "error_code"])
     unqueued = [d for d in created if d.error_code == Document.QUEUE_UNREACHABLE]
     queued = [d for d in created if d not in unqueued]
     if queued:
@@ -182,7 +175,7 @@ def document_detail(request: HtmxHttpRequest, document_id: str) -> HttpResponse:
 def document_retry_view(request: HtmxHttpRequest, document_id: str) -> HttpResponse:
     require_permission(request, "documents.add_document")
     document = get_object_or_404(Document, pk=document_id)
-    if document_retry(document=document):
+    if services.document_retry(document=document):
         messages.success(request, f"Ingestion of “{document.original_filename}” restarted.")
     else:
         messages.error(request, "This document is not waiting for a retry.")

@@ -8,14 +8,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-
-class Event(models.TextChoices):
-    DOCUMENT_READY = "document.ready", "Document ready (ingested)"
-    RUN_DECIDED = "run.decided", "Run decided (accepted or escalated)"
-    PACKET_DECIDED = "packet.decided", "Packet decided by a clinician"
-    GROUND_TRUTH_CHANGED = "ground_truth.changed", "Ground truth changed (new version)"
-    PING = "ping", "Test event sent from the admin"
-
+from core.events import Event
 
 SUBSCRIBABLE = [(value, label) for value, label in Event.choices if value != Event.PING]
 

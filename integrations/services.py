@@ -22,9 +22,10 @@ from django.db.models import F, Q
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from core.events import Event
 from core.jobs import enqueue, enqueue_on_commit, get_queue, jobs_run_inline
 from integrations import signing
-from integrations.models import Event, WebhookDelivery, WebhookEndpoint
+from integrations.models import WebhookDelivery, WebhookEndpoint
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Reliability workflows: start a run, execute it, record the outcome, recover lost runs.
 
-The outcome goes downstream through review's services (ground truth, packets); this module
-writes only the reliability tables."""
+The outcome goes downstream through ``hooks.run_decided`` (config.wiring hands it to review:
+ground truth or a packet); this module writes only the reliability tables."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from core import events
 from core.errors import Refused
 from core.heartbeat import Heartbeat
 from core.jobs import enqueue_at, enqueue_on_commit, job_exists, jobs_run_inline
@@ -44,13 +45,9 @@ from engine.schemas import (
     number_issues,
 )
 from engine.schemas import Issue as EngineIssue
-from integrations.models import Event
-from integrations.services import event_emit
-from reliability import llm_runtime, training
+from reliability import hooks, llm_runtime, training
 from reliability.fields import classification_templates, fields_extract, fields_save, form_issues
 from reliability.models import ApiToken, Attempt, Issue, Run
-from review import services as review_services
-from review.models import GroundTruth
 
 logger = logging.getLogger(__name__)
 
@@ -518,22 +515,19 @@ def _run_execute_claimed(run: Run, *, client: LLMClient | None) -> Run:
         run.finished_at = timezone.now()
         run.save()
         outcome_ids: dict[str, Any] = {}
-        if decision == Decision.AUTO_ACCEPT:
-            truth = review_services.ground_truth_record(
-                document=document,
+        for found in hooks.run_decided(
+            hooks.RunDecided(
                 run=run,
-                output=best.output,
-                source=GroundTruth.Source.AUTO_ACCEPTED,
+                outcome=outcome,
+                accepted=decision == Decision.AUTO_ACCEPT,
+                comparison=comparison,
+                extra_issues=extra_issues,
             )
-            outcome_ids["ground_truth_id"] = truth.pk
-        else:
-            packet = review_services.packet_create(
-                run=run, outcome=outcome, comparison=comparison, extra_issues=extra_issues
-            )
-            outcome_ids["packet_id"] = packet.pk
-        event_emit(
-            kind=Event.RUN_DECIDED,
-            data={
+        ):
+            outcome_ids.update(found)
+        events.publish(
+            events.Event.RUN_DECIDED,
+            {
                 "run_id": run.pk,
                 "document_id": str(document.pk),
                 "decision": decision.value,

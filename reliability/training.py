@@ -31,6 +31,7 @@ from engine.classifiers.offline import OfflineClassifier
 from engine.document import DocumentContext, SecondOpinion
 from engine.protocols import Classifier
 from engine.schemas import DOC_TYPES, Decision
+from reliability import hooks
 from reliability.models import TrainedClassifierModel
 
 logger = logging.getLogger(__name__)
@@ -72,9 +73,11 @@ def data_hash(records: Sequence[Record]) -> str:
 
 def ground_truth_records(*, sme_only: bool = False) -> list[Record]:
     """Current ground truth (not withdrawn, not superseded) with each document's page text."""
-    from review.selectors import training_ground_truth
-
-    return [Record(key, label, pages) for key, label, pages in training_ground_truth(sme_only)]
+    return [
+        Record(key, label, pages)
+        for found in hooks.training_ground_truth(sme_only)
+        for key, label, pages in found
+    ]
 
 
 def corpus_records(corpus: Path, extract: Callable[[Path], list[str]]) -> list[Record]:
@@ -405,12 +408,15 @@ def cross_validate(
 def few_shot_examples(pages: list[str], *, exclude_document: Any = None) -> list[FewShotExample]:
     """The most similar SME-corrected documents (by the trained model's TF-IDF features, or
     the same features fitted on the corrections when no model is active), best first."""
-    from review.selectors import corrected_examples
-
     k = settings.FEW_SHOT_EXAMPLES
     if k <= 0:
         return []
-    rows = [r for r in corrected_examples() if str(r[1]) != str(exclude_document)]
+    rows = [
+        r
+        for found in hooks.corrected_examples()
+        for r in found
+        if str(r[1]) != str(exclude_document)
+    ]
     if not rows:
         return []
     model = active_model()

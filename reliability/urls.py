@@ -6,9 +6,9 @@ from reliability import views
 
 app_name = "reliability"
 
+# The run page itself and its packet download are review's (review.urls.run_pages): config
+# mounts both lists under /runs/.
 urlpatterns = [
-    path("<int:run_id>/", views.run_detail, name="run"),
-    path("<int:run_id>/packet.json", views.packet_download, name="packet"),
     path("new/<uuid:document_id>/", views.run_new, name="new"),
     path("<int:run_id>/resume/", views.run_resume_now, name="resume"),
 ]

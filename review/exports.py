@@ -26,7 +26,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from django.conf import settings
 from django.db.models import QuerySet
+from django.http import HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 
 from core.errors import Refused
 from engine.schemas import DISPLAY_NAMES, DOC_TYPES
@@ -41,6 +44,7 @@ from review.serializers import (
     ground_truth_chunks,
     page_texts,
 )
+from review.services.audit_log import export_audit
 
 FORMATS: dict[str, str] = {
     "jsonl": "JSON Lines",
@@ -514,3 +518,49 @@ def export_digest(output: bytes | Path) -> str:
             for chunk in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(chunk)
     return digest.hexdigest()
+
+
+def export_response(
+    *,
+    user: Any,
+    records: QuerySet[GroundTruth],
+    fmt: str,
+    export_filter: ExportFilter,
+    audit_filters: dict[str, Any],
+    with_text: bool = False,
+) -> HttpResponseBase:
+    """The download of an export, for the page and the API alike. JSONL, CSV and FHIR stream
+    and are audited when the stream ends (``interrupted`` when it is broken off); Parquet and
+    the dataset are built in memory and audited at once. Raises ExportUnavailable (without
+    pyarrow) before anything is audited."""
+    disposition = f'attachment; filename="{FILENAMES[fmt]}"'
+    if fmt in STREAMED:
+
+        def audit(result: Streamed) -> None:
+            export_audit(
+                user=user,
+                digest=result.digest,
+                filters=audit_filters,
+                records=result.records,
+                complete=result.complete,
+            )
+
+        stream = export_stream(
+            records, fmt=fmt, site_url=settings.SITE_URL, with_text=with_text, on_end=audit
+        )
+        streaming = StreamingHttpResponse(stream, content_type=CONTENT_TYPES[fmt])
+        streaming["Content-Disposition"] = disposition
+        return streaming
+    body = export_bytes(
+        records,
+        fmt=fmt,
+        export_filter=export_filter,
+        site_url=settings.SITE_URL,
+        with_text=with_text,
+    )
+    export_audit(
+        user=user, digest=export_digest(body), filters=audit_filters, records=records.count()
+    )
+    response = HttpResponse(body, content_type=CONTENT_TYPES[fmt])
+    response["Content-Disposition"] = disposition
+    return response

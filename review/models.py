@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
@@ -115,6 +117,13 @@ class ReviewSkip(models.Model):
         return f"Packet {self.packet_id} skipped by {self.reviewer_id}"
 
 
+class GroundTruthQuerySet(models.QuerySet["GroundTruth"]):
+    def latest_locked(self, document: Any) -> GroundTruth | None:
+        """The document's newest version, its row locked until the transaction ends (call
+        inside one): whoever appends the next version does so from the version it saw."""
+        return self.select_for_update().filter(document=document).order_by("-version").first()
+
+
 class GroundTruth(models.Model):
     class Source(models.TextChoices):
         AUTO_ACCEPTED = "AUTO_ACCEPTED", "Auto-accepted"
@@ -150,6 +159,8 @@ class GroundTruth(models.Model):
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="superseded_by"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = GroundTruthQuerySet.as_manager()
 
     class Meta:
         ordering = ["document", "-version"]

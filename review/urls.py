@@ -2,34 +2,40 @@ from __future__ import annotations
 
 from django.urls import path
 
-from review import views
+from review.views import checks, packet, queue, reports, runs
 
 app_name = "review"
 
 urlpatterns = [
-    path("", views.queue, name="queue"),
-    path("next/", views.next_packet, name="next"),
-    path("undo/", views.undo, name="undo"),
-    path("packets/<int:packet_id>/", views.packet_detail, name="packet"),
-    path("packets/<int:packet_id>/validate/", views.packet_validate, name="validate"),
-    path("packets/<int:packet_id>/correct/", views.packet_correct, name="correct"),
-    path("packets/<int:packet_id>/release/", views.packet_release, name="release"),
-    path("packets/<int:packet_id>/preview/", views.packet_preview, name="preview"),
-    path("packets/<int:packet_id>/skip/", views.packet_skip, name="skip"),
-    path("packets/<int:packet_id>/reopen/", views.packet_reopen, name="reopen"),
-    path("packets/<int:packet_id>/fields/", views.packet_fields, name="fields"),
-    path("packets/<int:packet_id>/pages/<int:number>.png", views.page_image, name="page_image"),
-    path("export/", views.export, name="export"),
-    path("metrics/", views.metrics, name="metrics"),
-    path("checks/", views.checks, name="checks"),
-    path("audits/<int:sample_id>/", views.audit_detail, name="audit"),
-    path("audits/<int:sample_id>/submit/", views.audit_submit, name="audit_submit"),
+    path("", queue.queue, name="queue"),
+    path("next/", queue.next_packet, name="next"),
+    path("undo/", queue.undo, name="undo"),
+    path("packets/<int:packet_id>/", packet.packet_detail, name="packet"),
+    path("packets/<int:packet_id>/validate/", packet.packet_validate, name="validate"),
+    path("packets/<int:packet_id>/correct/", packet.packet_correct, name="correct"),
+    path("packets/<int:packet_id>/release/", packet.packet_release, name="release"),
+    path("packets/<int:packet_id>/preview/", packet.packet_preview, name="preview"),
+    path("packets/<int:packet_id>/skip/", packet.packet_skip, name="skip"),
+    path("packets/<int:packet_id>/reopen/", packet.packet_reopen, name="reopen"),
+    path("packets/<int:packet_id>/fields/", packet.packet_fields, name="fields"),
+    path("packets/<int:packet_id>/pages/<int:number>.png", packet.page_image, name="page_image"),
+    path("export/", reports.export, name="export"),
+    path("metrics/", reports.metrics, name="metrics"),
+    path("checks/", checks.checks, name="checks"),
+    path("audits/<int:sample_id>/", checks.audit_detail, name="audit"),
+    path("audits/<int:sample_id>/submit/", checks.audit_submit, name="audit_submit"),
     path(
         "audits/<int:sample_id>/pages/<int:number>.png",
-        views.audit_page_image,
+        checks.audit_page_image,
         name="audit_page_image",
     ),
-    path("second/<int:second_id>/", views.second_detail, name="second"),
-    path("second/<int:second_id>/submit/", views.second_submit, name="second_submit"),
-    path("second/<int:second_id>/adjudicate/", views.adjudicate, name="adjudicate"),
+    path("second/<int:second_id>/", checks.second_detail, name="second"),
+    path("second/<int:second_id>/submit/", checks.second_submit, name="second_submit"),
+    path("second/<int:second_id>/adjudicate/", checks.adjudicate, name="adjudicate"),
+]
+
+# Pages about one run, in the "reliability" namespace under /runs/ (config.urls).
+run_pages = [
+    path("<int:run_id>/", runs.run_detail, name="run"),
+    path("<int:run_id>/packet.json", runs.packet_download, name="packet"),
 ]

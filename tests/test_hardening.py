@@ -174,12 +174,12 @@ def test_deep_or_huge_json_bodies_are_refused_in_json(client, api_key, settings)
 
 
 def test_an_unexpected_api_error_is_answered_in_json(client, api_key, monkeypatch):
-    from reliability import api
+    from api import documents as documents_api
 
     def boom(*args, **kwargs):
         raise RuntimeError("unexpected")
 
-    monkeypatch.setattr(api, "_own_document", boom)
+    monkeypatch.setattr(documents_api, "own_document", boom)
     document = ready_document("Text.", sha="e")
     response = client.get(
         f"/api/v1/documents/{document.pk}/", headers={"Authorization": f"Bearer {api_key}"}

@@ -12,10 +12,10 @@ import pypdfium2 as pdfium
 import pytest
 from django.core.management import call_command
 
+from benchmarks.management.commands import compare_ingestion
 from benchmarks.pdfgen import image_pdf, long_text_pdf, text_pdf
 from documents import pages as reader
 from documents import pdftext
-from benchmarks.management.commands import compare_ingestion
 from documents.ocr import make_tesseract_engine
 from documents.pdftext import page_chars, page_table_boxes
 from tests.documents.conftest import PATHOLOGY_PAGES, drawn_pdf

@@ -158,7 +158,7 @@ def test_the_list_shows_each_documents_type_decision_and_packet_in_constant_quer
     from django.test.utils import CaptureQueriesContext
 
     from engine.schemas import ClassificationOutput
-    from review.services import ground_truth_record
+    from review.services.ground_truth import ground_truth_record
     from tests.review.conftest import make_packet
 
     escalated = make_packet(sha="1")

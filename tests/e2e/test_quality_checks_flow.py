@@ -8,10 +8,10 @@ import pytest
 from playwright.sync_api import expect
 
 from engine.schemas import DocType
-from review import services
 from review.corrections import correction_build
 from review.models import AuditEvent, AuditSample, GroundTruth, SecondReview
 from review.roles import ADMINS, REVIEWERS, ensure_roles
+from review.services import decisions
 from tests.conftest import PASSWORD
 from tests.e2e.conftest import log_in
 from tests.review.conftest import make_packet
@@ -42,8 +42,8 @@ def as_user(browser, live_server, username):
 
 def test_a_disagreement_is_adjudicated_in_the_browser(browser, live_server, clinicians):
     packet = make_packet()
-    services.packet_open(packet=packet, user=clinicians["rita"])
-    services.review_submit(
+    decisions.packet_open(packet=packet, user=clinicians["rita"])
+    decisions.review_submit(
         packet_id=packet.pk,
         reviewer=clinicians["rita"],
         correction=correction_build(segments=[(1, 2, DocType.RADIOLOGY)]),

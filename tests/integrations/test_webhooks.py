@@ -14,10 +14,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from benchmarks.pdfgen import text_pdf
+from core.events import Event
 from documents.services import document_create
 from integrations import services, signing
-from integrations.models import Event, WebhookDelivery, WebhookEndpoint
-from review.services import review_submit
+from integrations.models import WebhookDelivery, WebhookEndpoint
+from review.services.decisions import review_submit
 from tests.conftest import run_burst_worker
 from tests.integrations.receiver import Receiver
 from tests.review.conftest import make_packet
@@ -307,7 +308,7 @@ def test_reviewers_cannot_see_webhooks_in_admin(reviewer):
 
 @pytest.mark.django_db(transaction=True)
 def test_an_undone_decision_announces_the_new_ground_truth_version(reviewer):
-    from review.services import review_undo
+    from review.services.decisions import review_undo
 
     packet = make_packet()
     with Receiver() as receiver:

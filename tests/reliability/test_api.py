@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 
+from api.urls import openapi_schema
 from benchmarks.pdfgen import text_pdf
 from documents.models import Document
-from reliability.api import openapi_schema
 from reliability.services import api_token_create
 
 pytestmark = pytest.mark.django_db(transaction=True)

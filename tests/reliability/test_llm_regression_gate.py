@@ -20,8 +20,8 @@ from benchmarks.llm_answers import classification
 from engine.classifiers import gemini as gemini_classifier
 from reliability import services, training
 from reliability.models import Run
-from review import services as review_services
 from review.models import GroundTruth
+from review.services import ground_truth
 from tests.reliability.gemini_stub import GeminiStub, Reply, candidate, prompt_pages
 from tests.reliability.test_trained_classifier import WORDS, document, text_for
 
@@ -87,7 +87,7 @@ def held_back_documents(minimum: int = 4) -> list:
 def clinician_truth(doc, label: str) -> None:
     pages = list(doc.pages.values_list("text", flat=True))
     with transaction.atomic():
-        review_services.ground_truth_record(
+        ground_truth.ground_truth_record(
             document=doc,
             run=None,
             output=classification(pages, label),

@@ -5,7 +5,7 @@ from engine import pipeline
 from engine.document import DocumentContext
 from reliability.models import Run
 from review.models import ReviewPacket
-from review.services import packet_create
+from review.services.decisions import packet_create
 from tests.conftest import ready_document
 
 PAGES = [

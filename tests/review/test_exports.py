@@ -23,11 +23,13 @@ from engine.schemas import DocType
 from reliability.models import Extraction, Run
 from reliability.services import api_token_create
 from review import fhir
+from review.corrections import Correction, corrected_output
 from review.exports import LABELS, ExportFilter, export_bytes, export_write
 from review.models import GroundTruth
 from review.selectors import ground_truth_selection
 from review.serializers import EXPORT_FIELDS
-from review.services import Correction, corrected_output, ground_truth_record, review_submit
+from review.services.decisions import review_submit
+from review.services.ground_truth import ground_truth_record
 from tests.conftest import ready_document
 from tests.review.conftest import make_packet
 

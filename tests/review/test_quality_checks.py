@@ -13,10 +13,11 @@ from django.utils import timezone
 
 from benchmarks.faults import clean_output
 from documents.models import Document, Page
+from engine import quality
 from engine.schemas import DISPLAY_NAMES, DocType
 from reliability.models import Run
-from review import services
 from review.models import AuditEvent, AuditSample, GroundTruth, Review, SecondReview
+from review.services import ReviewRefused, audits, decisions, ground_truth, second_review
 from tests.review.conftest import PAGES, make_packet
 
 pytestmark = pytest.mark.django_db
@@ -56,10 +57,11 @@ def accept(n: int, *, label: str = "pathology", pages: list[str] | None = None) 
         final_decision="AUTO_ACCEPT",
         attempts_count=1,
     )
-    with transaction.atomic():  # as the reliability services record it
-        services.ground_truth_record(
+    with transaction.atomic():  # as decisions.run_outcome_record records an accepted run
+        truth = ground_truth.ground_truth_record(
             document=doc, run=run, output=output, source=GroundTruth.Source.AUTO_ACCEPTED
         )
+        audits.audit_sample_consider(run=run, truth=truth, output=output)
     return run
 
 
@@ -103,9 +105,7 @@ def test_sampling_is_decided_once_per_run_and_is_deterministic(settings):
     AuditSample.objects.all().delete()
     for run in runs:
         truth = GroundTruth.objects.get(run=run)
-        services.audit_sample_consider(
-            run=run, truth=truth, output=clean_output(PAGES, "pathology")
-        )
+        audits.audit_sample_consider(run=run, truth=truth, output=clean_output(PAGES, "pathology"))
     assert set(AuditSample.objects.values_list("run_id", flat=True)) == first
     assert 0 < len(first) < 40
 
@@ -114,8 +114,8 @@ def test_a_rate_per_type_and_band_overrides_the_default(settings):
     settings.AUDIT_SAMPLE_RATE = 0.0
     settings.AUDIT_DAILY_MINIMUM = False
     output = clean_output(PAGES, "pathology")
-    band = services.quality.confidence_band(
-        services.dominant_confidence(output), settings.AUDIT_CONFIDENCE_BANDS
+    band = quality.confidence_band(
+        audits.dominant_confidence(output), settings.AUDIT_CONFIDENCE_BANDS
     )
     settings.AUDIT_SAMPLE_RATES = {f"pathology/{band}": 1.0}
     accept(1)
@@ -203,11 +203,9 @@ def test_a_disagreeing_audit_corrects_the_ground_truth(client, reviewer, sample)
 
 
 def test_a_run_is_audited_once(client, reviewer, other_reviewer, sample):
-    services.audit_submit(sample_id=sample.pk, auditor=reviewer, doc_type=DocType.PATHOLOGY)
-    with pytest.raises(services.ReviewRefused):
-        services.audit_submit(
-            sample_id=sample.pk, auditor=other_reviewer, doc_type=DocType.RADIOLOGY
-        )
+    audits.audit_submit(sample_id=sample.pk, auditor=reviewer, doc_type=DocType.PATHOLOGY)
+    with pytest.raises(ReviewRefused):
+        audits.audit_submit(sample_id=sample.pk, auditor=other_reviewer, doc_type=DocType.RADIOLOGY)
     assert GroundTruth.objects.filter(document=sample.document).count() == 1
 
 
@@ -236,7 +234,7 @@ def test_metrics_show_the_wilson_interval_and_warn_above_the_limit(
     for i in range(20):
         accept(i)
     for sample in AuditSample.objects.all():
-        services.audit_submit(sample_id=sample.pk, auditor=reviewer, doc_type=DocType.PATHOLOGY)
+        audits.audit_submit(sample_id=sample.pk, auditor=reviewer, doc_type=DocType.PATHOLOGY)
     client.force_login(admin_user)
     html = client.get(reverse("review:metrics")).content.decode()
     assert "0.000 \N{EN DASH} 0.161" in html
@@ -252,16 +250,18 @@ def test_metrics_show_the_wilson_interval_and_warn_above_the_limit(
 def correct(packet: Any, reviewer: Any, to: DocType = DocType.RADIOLOGY) -> Review:
     from review.corrections import correction_build
 
-    services.packet_open(packet=packet, user=reviewer)
+    decisions.packet_open(packet=packet, user=reviewer)
     correction = correction_build(segments=[(1, packet.document.page_count, to)])
-    return services.review_submit(
+    return decisions.review_submit(
         packet_id=packet.pk, reviewer=reviewer, correction=correction, notes=""
     )
 
 
 def validate(packet: Any, reviewer: Any) -> Review:
-    services.packet_open(packet=packet, user=reviewer)
-    return services.review_submit(packet_id=packet.pk, reviewer=reviewer, correction=None, notes="")
+    decisions.packet_open(packet=packet, user=reviewer)
+    return decisions.review_submit(
+        packet_id=packet.pk, reviewer=reviewer, correction=None, notes=""
+    )
 
 
 def test_every_correction_asks_for_a_second_review(reviewer, settings):
@@ -346,7 +346,7 @@ def test_a_disagreement_is_adjudicated_by_a_third_person(
     packet = make_packet(sha="e")
     correct(packet, reviewer)  # says radiology
     second = SecondReview.objects.get()
-    services.second_review_submit(
+    second_review.second_review_submit(
         second_id=second.pk, reviewer=other_reviewer, doc_type=DocType.PATHOLOGY
     )
     second.refresh_from_db()
@@ -357,8 +357,8 @@ def test_a_disagreement_is_adjudicated_by_a_third_person(
         reverse("review:adjudicate", args=[second.pk]), {"doc_type": "pathology"}
     )
     assert response.status_code == 403
-    with pytest.raises(services.ReviewRefused):
-        services.adjudicate(second_id=second.pk, user=reviewer, doc_type=DocType.PATHOLOGY)
+    with pytest.raises(ReviewRefused):
+        second_review.adjudicate(second_id=second.pk, user=reviewer, doc_type=DocType.PATHOLOGY)
     client.force_login(admin_user)
     page = client.get(reverse("review:second", args=[second.pk])).content.decode()
     assert "Adjudicate" in page and 'data-answer="theirs"' in page
@@ -379,16 +379,16 @@ def test_a_disagreement_is_adjudicated_by_a_third_person(
 def test_an_adjudicator_who_made_a_decision_is_refused(reviewer, other_reviewer, admin_user):
     correct(make_packet(sha="e"), admin_user)
     second = SecondReview.objects.get()
-    services.second_review_submit(
+    second_review.second_review_submit(
         second_id=second.pk, reviewer=other_reviewer, doc_type=DocType.PATHOLOGY
     )
-    with pytest.raises(services.ReviewRefused):
-        services.adjudicate(second_id=second.pk, user=admin_user, doc_type=DocType.PATHOLOGY)
+    with pytest.raises(ReviewRefused):
+        second_review.adjudicate(second_id=second.pk, user=admin_user, doc_type=DocType.PATHOLOGY)
 
 
 def test_withdrawing_the_first_decision_cancels_its_second_review(reviewer):
     correct(make_packet(sha="e"), reviewer)
-    services.review_undo(reviewer=reviewer)
+    decisions.review_undo(reviewer=reviewer)
     assert SecondReview.objects.get().status == SecondReview.Status.CANCELLED
 
 
@@ -398,7 +398,7 @@ def test_metrics_show_kappa_between_reviewers(client, reviewer, other_reviewer, 
     ):
         correct(make_packet(sha="ef"[n]), reviewer, to=first)
         second = SecondReview.objects.get(first_type=first.value)
-        services.second_review_submit(
+        second_review.second_review_submit(
             second_id=second.pk, reviewer=other_reviewer, doc_type=second_type
         )
     client.force_login(admin_user)
@@ -416,7 +416,7 @@ def test_a_third_reviewer_adjudicates_only_when_reviewers_may(
     third = make_user(django_user_model, roles, "tess", REVIEWERS)
     correct(make_packet(sha="e"), reviewer)
     second = SecondReview.objects.get()
-    services.second_review_submit(
+    second_review.second_review_submit(
         second_id=second.pk, reviewer=other_reviewer, doc_type=DocType.PATHOLOGY
     )
     client.force_login(third)

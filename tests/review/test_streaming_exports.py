@@ -28,7 +28,8 @@ from review.exports import ExportFilter, export_bytes, export_stream
 from review.models import AuditEvent, GroundTruth
 from review.selectors import ground_truth_selection
 from review.serializers import EXPORT_FIELDS, TEXT_FIELD, csv_cell, ground_truth_as_dict, page_texts
-from review.services import export_audit, ground_truth_record
+from review.services.audit_log import export_audit
+from review.services.ground_truth import ground_truth_record
 from tests.review.test_exports import (
     GENOMIC_FIELDS,
     PAGE,

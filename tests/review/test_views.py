@@ -270,7 +270,7 @@ def correction(**overrides):
 
 def test_a_correction_supersedes_earlier_ground_truth_without_overwriting(reviewer, packet):
     from engine.schemas import ClassificationOutput
-    from review.services import ground_truth_record
+    from review.services.ground_truth import ground_truth_record
 
     earlier = ground_truth_record(
         document=packet.document,
@@ -380,7 +380,8 @@ def test_an_invalid_or_contradictory_correction_is_refused_with_the_reason(
 def test_the_service_refuses_contradictory_ground_truth_whatever_the_caller(reviewer, packet):
     from engine.schemas import DocType
     from review.corrections import Correction
-    from review.services import ReviewRefused, review_submit
+    from review.services import ReviewRefused
+    from review.services.decisions import review_submit
 
     contradictory = Correction(
         segments=((1, 2, DocType.OTHER),),

@@ -15,9 +15,10 @@ from django.utils import timezone
 
 from engine.fields.templates import find_template, load_packs
 from engine.schemas import ClassificationOutput, DocType
-from review import selectors, services
-from review.corrections import Correction, correction_build, correction_reason
+from review import selectors
+from review.corrections import Correction, corrected_output, correction_build, correction_reason
 from review.models import AuditEvent, GroundTruth, Review, ReviewPacket, ReviewSkip
+from review.services import audit_log, ground_truth
 from tests.review.conftest import (
     GENOMIC_REPORT,
     PATHOLOGY_REPORT,
@@ -150,7 +151,7 @@ def test_the_reason_says_what_changed():
         dominant_type=DocType.PATHOLOGY,
     )
     two = ClassificationOutput.model_validate(
-        services.corrected_output(
+        corrected_output(
             correction_build(segments=[(1, 1, DocType.PATHOLOGY), (2, 2, DocType.PATHOLOGY)])
         ).model_dump(mode="json")
     )
@@ -235,7 +236,7 @@ def test_undo_withdraws_the_last_decision_as_a_new_version_and_reopens_the_packe
 
 def test_undo_returns_to_the_version_before_the_decision_when_there_was_one(reviewer):
     packet = make_packet()
-    earlier = services.ground_truth_record(
+    earlier = ground_truth.ground_truth_record(
         document=packet.document,
         run=packet.run,
         source="AUTO_ACCEPTED",
@@ -288,7 +289,7 @@ def test_admins_reopen_a_decided_packet_and_reviewers_may_not(reviewer, admin_us
 def test_a_decision_superseded_by_newer_ground_truth_cannot_be_taken_back(reviewer, admin_user):
     packet = make_packet()
     opened(reviewer, packet).post(reverse("review:validate", args=[packet.pk]))
-    services.ground_truth_record(
+    ground_truth.ground_truth_record(
         document=packet.document,
         run=None,
         source="AUTO_ACCEPTED",
@@ -353,7 +354,7 @@ def test_export_audit_events_name_the_file_they_produced(reviewer, admin_user):
 def test_audit_records_name_a_lazy_request_user_by_its_model(reviewer):
     from django.utils.functional import SimpleLazyObject
 
-    services.audit_record(
+    audit_log.audit_record(
         user=reviewer, action=AuditEvent.Action.LOCKED, obj=SimpleLazyObject(lambda: reviewer)
     )
     assert AuditEvent.objects.get().object_type == "User"

@@ -20,7 +20,7 @@ from review.exports import (
     export_write,
 )
 from review.models import GroundTruth
-from review.services import export_audit
+from review.services.audit_log import export_audit
 
 BINARY = {"parquet", "hf"}
 

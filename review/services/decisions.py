@@ -1,7 +1,5 @@
-"""Review workflows: packets, locks, decisions, corrections, ground truth and audit.
-
-The review app owns these tables; the reliability app asks these services to write them
-(packet_create, ground_truth_record) and never writes them itself."""
+"""Packets and the clinician's decisions: locks, skips, validations and corrections,
+undo and reopening, field corrections."""
 
 from __future__ import annotations
 
@@ -13,32 +11,25 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core.errors import Refused
-from documents.models import Document
-from engine import pipeline, quality
+from core import events
+from engine import pipeline
 from engine.schemas import (
-    DISPLAY_NAMES,
     SEVERITY_ORDER,
     ClassificationOutput,
-    DocType,
     Severity,
     sort_issues,
 )
 from engine.schemas import Issue as EngineIssue
-from integrations.models import Event
-from integrations.services import event_emit
 from reliability.models import Run
 from review.corrections import (
     Correction,
     corrected_output,
-    correction_build,
     correction_fields,
     correction_problems,
     correction_reason,
 )
 from review.models import (
     AuditEvent,
-    AuditSample,
     GroundTruth,
     Review,
     ReviewPacket,
@@ -47,62 +38,19 @@ from review.models import (
 )
 from review.queue import queue_changed
 from review.selectors import (
-    ground_truth_fields,
     lock_available,
     lock_is_free,
     packet_extractions,
 )
+from review.services import ReviewRefused
+from review.services.audit_log import audit_record
+from review.services.audits import audit_sample_consider
+from review.services.ground_truth import ground_truth_changed, ground_truth_record
+from review.services.second_review import second_review_consider
 
 logger = logging.getLogger(__name__)
 
 UNDO_MINUTES = 5  # a reviewer may take back their own decision for this long
-
-
-class ReviewRefused(Refused):
-    status = 409
-
-
-def audit_record(
-    *,
-    user: Any,
-    action: str,
-    obj: Any = None,
-    object_type: str = "",
-    object_id: str = "",
-    detail: dict[str, Any] | None = None,
-) -> None:
-    """Record who did what to which object. The object is named by its model (a lazy
-    request user is named "User", not by its wrapper), or given explicitly."""
-    if obj is not None:
-        object_type = object_type or obj._meta.object_name
-        object_id = object_id or str(obj.pk)
-    AuditEvent.objects.create(
-        user=user if getattr(user, "is_authenticated", False) else None,
-        username=getattr(user, "username", "") or "system",
-        action=action,
-        object_type=object_type,
-        object_id=object_id,
-        detail=detail or {},
-    )
-
-
-def export_audit(
-    *, user: Any, digest: str, filters: dict[str, Any], records: int, complete: bool = True
-) -> None:
-    """An export is audited as the ground-truth file it produced: named by its SHA-256 (see
-    review.exports.export_digest), with the filter that chose it and how many records it
-    holds. A streamed download broken off part way is audited too, as ``interrupted``, with
-    the digest of the bytes handed over and the records read."""
-    detail = {**{k: str(v) for k, v in filters.items()}, "sha256": digest, "records": records}
-    if not complete:
-        detail["interrupted"] = True
-    audit_record(
-        user=user,
-        action=AuditEvent.Action.EXPORTED,
-        object_type="GroundTruth",
-        object_id=f"export:{digest[:16]}",
-        detail=detail,
-    )
 
 
 def _history(outcome: pipeline.Outcome) -> list[dict[str, Any]]:
@@ -155,63 +103,28 @@ def packet_create(
     )
 
 
-def ground_truth_record(
+def run_outcome_record(
     *,
-    document: Document,
-    run: Run | None,
-    output: ClassificationOutput,
-    source: str,
-    reviewer: Any | None = None,
-    field_corrections: dict[str, Any] | None = None,
-    fields: list[dict[str, Any]] | None = None,
-    reason: str = "",
-    note: str = "",
-) -> GroundTruth:
-    """Append a new version; an earlier version is superseded, never overwritten. ``fields``
-    (a correction's re-extracted fields) replace the run's fields when given."""
-    latest = (
-        GroundTruth.objects.select_for_update()
-        .filter(document=document)
-        .order_by("-version")
-        .first()
-    )
-    truth = GroundTruth.objects.create(
-        document=document,
-        source=source,
-        dominant_type=output.dominant_type_overall.value,
-        classification=output.model_dump(mode="json"),
-        fields=fields
-        if fields is not None
-        else ground_truth_fields(run, field_corrections)
-        if run
-        else [],
-        reason=reason,
-        note=note,
-        reviewer=reviewer,
-        run=run,
-        model=run.model if run else "",
-        prompt_version=run.prompt_version if run else "",
-        version=(latest.version + 1) if latest else 1,
-        supersedes=latest,
-    )
-    _ground_truth_changed(truth, supersedes=latest)
-    if source == GroundTruth.Source.AUTO_ACCEPTED and run is not None:
+    run: Run,
+    outcome: pipeline.Outcome,
+    accepted: bool,
+    comparison: dict[str, Any],
+    extra_issues: list[EngineIssue] | None = None,
+) -> dict[str, Any]:
+    """A run's outcome, recorded inside the run's transaction: an accepted answer becomes
+    ground truth (and may be drawn for a blind audit), an escalated one a review packet.
+    Returns the id created, for the run.decided event."""
+    if accepted:
+        output = outcome.best.output
+        truth = ground_truth_record(
+            document=run.document, run=run, output=output, source=GroundTruth.Source.AUTO_ACCEPTED
+        )
         audit_sample_consider(run=run, truth=truth, output=output)
-    return truth
-
-
-def _ground_truth_changed(truth: GroundTruth, *, supersedes: GroundTruth | None) -> None:
-    event_emit(
-        kind=Event.GROUND_TRUTH_CHANGED,
-        data={
-            "ground_truth_id": truth.pk,
-            "document_id": str(truth.document_id),
-            "version": truth.version,
-            "source": truth.source,
-            "dominant_type": truth.dominant_type,
-            "supersedes_id": supersedes.pk if supersedes else None,
-        },
+        return {"ground_truth_id": truth.pk}
+    packet = packet_create(
+        run=run, outcome=outcome, comparison=comparison, extra_issues=extra_issues
     )
+    return {"packet_id": packet.pk}
 
 
 def packet_open(*, packet: ReviewPacket, user: Any) -> bool:
@@ -403,9 +316,9 @@ def review_submit(
                 "updated_at",
             ]
         )
-        event_emit(
-            kind=Event.PACKET_DECIDED,
-            data={
+        events.publish(
+            events.Event.PACKET_DECIDED,
+            {
                 "packet_id": packet.pk,
                 "review_id": review.pk,
                 "run_id": packet.run_id,
@@ -445,12 +358,7 @@ def _withdraw(*, packet_id: int, user: Any, how: str) -> Review:
     if review is None or packet.status != ReviewPacket.Status.COMPLETED:
         raise ReviewRefused("This packet has no decision to take back.")
     decided = review.ground_truth
-    latest = (
-        GroundTruth.objects.select_for_update()
-        .filter(document=packet.document)
-        .order_by("-version")
-        .first()
-    )
+    latest = GroundTruth.objects.latest_locked(packet.document)
     if latest is None or latest.pk != decided.pk:
         raise ReviewRefused(
             "Ground truth for this document has changed since this decision (version "
@@ -489,7 +397,7 @@ def _withdraw(*, packet_id: int, user: Any, how: str) -> Review:
             version=decided.version + 1,
             supersedes=decided,
         )
-    _ground_truth_changed(truth, supersedes=decided)
+    ground_truth_changed(truth, supersedes=decided)
     # A withdrawn decision has nothing left for a second reviewer or adjudicator to check.
     SecondReview.objects.filter(first_review=review, status__in=SecondReview.OPEN_STATUSES).update(
         status=SecondReview.Status.CANCELLED
@@ -575,294 +483,3 @@ def field_corrections_save(
     packet.field_corrections = corrections
     packet.save(update_fields=["field_corrections", "updated_at"])
     return corrections
-
-
-# -- audit sampling of auto-accepted runs -------------------------------------------------------
-
-
-def dominant_confidence(output: ClassificationOutput) -> float:
-    """How sure the classifier was of its dominant type: its highest confidence for that type
-    in any segment (the overall self-evaluation when no segment assesses it)."""
-    dominant = output.dominant_type_overall
-    found = [
-        a.confidence
-        for segment in output.segments
-        if (a := segment.assessment(dominant)) is not None
-    ]
-    return max(found) if found else output.self_evaluation.confidence
-
-
-def audit_sample_consider(
-    *, run: Run, truth: GroundTruth, output: ClassificationOutput
-) -> AuditSample | None:
-    """Decide, when a run is auto-accepted, whether it goes to the blind audit queue: a
-    deterministic draw under the share for its type and confidence band, or the first run of
-    its type today (at least one audit per type per day). Runs in the caller's transaction."""
-    doc_type = output.dominant_type_overall.value
-    confidence = dominant_confidence(output)
-    band = quality.confidence_band(confidence, settings.AUDIT_CONFIDENCE_BANDS)
-    rate = quality.sample_rate(
-        settings.AUDIT_SAMPLE_RATES, settings.AUDIT_SAMPLE_RATE, doc_type=doc_type, band=band
-    )
-    today = timezone.localdate()
-    first_of_day = not AuditSample.objects.filter(machine_type=doc_type, sampled_on=today).exists()
-    decision = quality.audit_decision(
-        key=f"run:{run.pk}",
-        salt=settings.AUDIT_SAMPLE_SALT,
-        rate=rate,
-        first_of_day=first_of_day,
-        daily_minimum=settings.AUDIT_DAILY_MINIMUM,
-    )
-    if not decision.sampled or AuditSample.objects.filter(run=run).exists():
-        return None
-    sample = AuditSample.objects.create(
-        run=run,
-        document=truth.document,
-        accepted_truth=truth,
-        machine_type=doc_type,
-        confidence=round(confidence, 4),
-        band=band,
-        rate=rate,
-        reason=decision.reason,
-        sampled_on=today,
-    )
-    audit_record(
-        user=None,
-        action=AuditEvent.Action.AUDIT_SAMPLED,
-        obj=sample,
-        detail={"run": run.pk, "reason": decision.reason, "band": band, "rate": rate},
-    )
-    return sample
-
-
-def _retype_correction(*, document: Document, doc_type: DocType) -> Any:
-    """A whole-document correction to one type: what an audit or an adjudication decides
-    (the type, not the segments)."""
-    return correction_build(segments=[(1, max(document.page_count, 1), doc_type)])
-
-
-def _retype_truth(
-    *,
-    run: Run | None,
-    document: Document,
-    doc_type: DocType,
-    fields: list[Any],
-    reviewer: Any,
-    reason: str,
-    note: str,
-) -> GroundTruth:
-    """Record a corrected ground-truth version through the correction path. Call inside a
-    transaction, with the fields extracted before it (_retype_fields)."""
-    correction = _retype_correction(document=document, doc_type=doc_type)
-    return ground_truth_record(
-        document=document,
-        run=run,
-        output=corrected_output(correction),
-        source=GroundTruth.Source.SME_CORRECTED,
-        reviewer=reviewer,
-        fields=fields,
-        reason=reason,
-        note=note,
-    )
-
-
-def _retype_fields(*, run: Run | None, document: Document, doc_type: DocType) -> list[Any]:
-    """The fields of the document read as one segment of the new type. Slow with an LLM
-    extractor: call outside transactions."""
-    if run is None:
-        return []
-    return correction_fields(
-        document=document,
-        run_id=run.pk,
-        preset=run.preset,
-        corrections={},
-        correction=_retype_correction(document=document, doc_type=doc_type),
-    )
-
-
-def audit_submit(*, sample_id: int, auditor: Any, doc_type: DocType, note: str = "") -> AuditSample:
-    """Record a blind audit's answer. When it disagrees with the accepted type, the ground
-    truth is corrected (a new SME_CORRECTED version) if the accepted version still stands."""
-    found = AuditSample.objects.select_related("run", "document").get(pk=sample_id)
-    if found.status == AuditSample.Status.COMPLETED:
-        raise ReviewRefused("This run has already been audited.")
-    fields = (
-        _retype_fields(run=found.run, document=found.document, doc_type=doc_type)
-        if doc_type.value != found.machine_type
-        else []
-    )
-    with transaction.atomic():
-        sample = (
-            AuditSample.objects.select_for_update(of=("self",))
-            .select_related("document", "run", "accepted_truth")
-            .get(pk=sample_id)
-        )
-        if sample.status == AuditSample.Status.COMPLETED:
-            raise ReviewRefused("This run has already been audited.")
-        agrees = doc_type.value == sample.machine_type
-        latest = (
-            GroundTruth.objects.select_for_update()
-            .filter(document=sample.document)
-            .order_by("-version")
-            .first()
-        )
-        correction = None
-        if not agrees and latest is not None and latest.pk == sample.accepted_truth_id:
-            machine = DISPLAY_NAMES.get(sample.machine_type, sample.machine_type)
-            correction = _retype_truth(
-                run=sample.run,
-                document=sample.document,
-                doc_type=doc_type,
-                fields=fields,
-                reviewer=auditor,
-                reason=f"Audit: type changed from {machine} to {DISPLAY_NAMES[doc_type]}",
-                note=note,
-            )
-        sample.status = AuditSample.Status.COMPLETED
-        sample.auditor = auditor
-        sample.audited_type = doc_type.value
-        sample.agrees = agrees
-        sample.correction = correction
-        sample.note = note
-        sample.audited_at = timezone.now()
-        sample.save()
-        audit_record(
-            user=auditor,
-            action=AuditEvent.Action.AUDITED,
-            obj=sample,
-            detail={
-                "run": sample.run_id,
-                "machine_type": sample.machine_type,
-                "audited_type": doc_type.value,
-                "agrees": agrees,
-                "ground_truth": correction.pk if correction else None,
-            },
-        )
-    logger.info("audit %s by user %s: agrees=%s", sample_id, auditor.pk, agrees)
-    return sample
-
-
-# -- second review and adjudication -------------------------------------------------------------
-
-
-def second_review_rule(*, review: Review, packet: ReviewPacket) -> str:
-    """Which configured rule asks for a second review of this decision ("" when none)."""
-    if settings.SECOND_REVIEW_ON_CORRECTION and review.outcome == Review.Outcome.CORRECTED:
-        return SecondReview.Rule.CORRECTION
-    if settings.SECOND_REVIEW_ON_BLOCKER and packet.worst_severity == Severity.BLOCKER.value:
-        return SecondReview.Rule.BLOCKER
-    draw = quality.sample_draw(f"review:{review.pk}", salt=settings.AUDIT_SAMPLE_SALT)
-    if draw < settings.SECOND_REVIEW_RATE:
-        return SecondReview.Rule.RANDOM
-    return ""
-
-
-def second_review_consider(*, review: Review, packet: ReviewPacket) -> SecondReview | None:
-    rule = second_review_rule(review=review, packet=packet)
-    if not rule:
-        return None
-    return SecondReview.objects.create(
-        packet=packet,
-        first_review=review,
-        rule=rule,
-        first_type=review.ground_truth.dominant_type,
-    )
-
-
-def second_review_submit(
-    *, second_id: int, reviewer: Any, doc_type: DocType, note: str = ""
-) -> SecondReview:
-    """A second reviewer's independent answer. Agreement makes the decision final; a
-    disagreement waits for adjudication. The first reviewer may not review twice."""
-    with transaction.atomic():
-        second = (
-            SecondReview.objects.select_for_update(of=("self",))
-            .select_related("first_review")
-            .get(pk=second_id)
-        )
-        if second.status != SecondReview.Status.AWAITING:
-            raise ReviewRefused("This decision already has its second review.")
-        if second.first_review.reviewer_id == reviewer.pk:
-            raise ReviewRefused("A second review must come from a different reviewer.")
-        agrees = doc_type.value == second.first_type
-        second.second_reviewer = reviewer
-        second.second_type = doc_type.value
-        second.second_note = note
-        second.second_at = timezone.now()
-        second.status = SecondReview.Status.AGREED if agrees else SecondReview.Status.ADJUDICATION
-        second.save()
-        audit_record(
-            user=reviewer,
-            action=AuditEvent.Action.SECOND_REVIEWED,
-            obj=second,
-            detail={
-                "packet": second.packet_id,
-                "first_type": second.first_type,
-                "second_type": doc_type.value,
-                "agrees": agrees,
-            },
-        )
-    return second
-
-
-def adjudicate(*, second_id: int, user: Any, doc_type: DocType, note: str = "") -> SecondReview:
-    """A third person settles a disagreement. If the final type differs from the standing
-    ground truth, a corrected version is recorded; either way the ground truth is final."""
-    found = SecondReview.objects.select_related("packet__run", "packet__document").get(pk=second_id)
-    current = (
-        GroundTruth.objects.filter(document=found.packet.document).order_by("-version").first()
-    )
-    fields = (
-        _retype_fields(run=found.packet.run, document=found.packet.document, doc_type=doc_type)
-        if current is None or current.dominant_type != doc_type.value
-        else []
-    )
-    with transaction.atomic():
-        second = (
-            SecondReview.objects.select_for_update(of=("self",))
-            .select_related("first_review", "packet__run", "packet__document")
-            .get(pk=second_id)
-        )
-        if second.status != SecondReview.Status.ADJUDICATION:
-            raise ReviewRefused("This decision is not waiting for adjudication.")
-        if user.pk in (second.first_review.reviewer_id, second.second_reviewer_id):
-            raise ReviewRefused("Adjudication must come from someone other than both reviewers.")
-        packet = second.packet
-        latest = (
-            GroundTruth.objects.select_for_update()
-            .filter(document=packet.document)
-            .order_by("-version")
-            .first()
-        )
-        final_truth = latest
-        if latest is None or latest.dominant_type != doc_type.value:
-            first = DISPLAY_NAMES.get(second.first_type, second.first_type)
-            final_truth = _retype_truth(
-                run=packet.run,
-                document=packet.document,
-                doc_type=doc_type,
-                fields=fields,
-                reviewer=user,
-                reason=f"Adjudicated: {DISPLAY_NAMES[doc_type]}, not {first}",
-                note=note,
-            )
-        second.adjudicator = user
-        second.final_type = doc_type.value
-        second.adjudication_note = note
-        second.adjudicated_at = timezone.now()
-        second.final_truth = final_truth
-        second.status = SecondReview.Status.ADJUDICATED
-        second.save()
-        audit_record(
-            user=user,
-            action=AuditEvent.Action.ADJUDICATED,
-            obj=second,
-            detail={
-                "packet": packet.pk,
-                "first_type": second.first_type,
-                "second_type": second.second_type,
-                "final_type": doc_type.value,
-                "ground_truth": final_truth.pk if final_truth else None,
-            },
-        )
-    return second

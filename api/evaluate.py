@@ -1,0 +1,60 @@
+"""Ask a language model about your own documents (filter, score, extract, extract_fields)."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.http import HttpRequest
+from ninja import Router
+
+from api.access import own_document
+from api.schemas import Error, EvaluationResponse
+from core.errors import Refused
+from engine import llm
+from reliability.evaluations import MAX_DOCUMENTS, EvaluateRequest, documents_evaluate
+
+router = Router(tags=["evaluate"])
+
+
+LLM_NOT_CONFIGURED = (
+    "No language model is configured, so the evaluation operations are unavailable: set "
+    "GEMINI_API_KEY (or the Vertex AI settings) on the server."
+)
+
+
+@router.post(
+    "/evaluate/",
+    url_name="evaluate",
+    summary="Ask a language model about your documents: filter, score, extract, extract_fields",
+    description=(
+        f"Runs one operation over up to {MAX_DOCUMENTS} of your own documents with bounded "
+        "concurrency (LLM_MAX_CONCURRENCY) and answers in the order asked. Each result has "
+        "value, confidence, optional reasoning and error: value null without an error means the "
+        "document does not contain the answer. A document of another user, or an unknown one, "
+        "is a 404 for the whole request; a document not yet ingested is an error in its result. "
+        "Without a language model configured the answer is 503 (code llm_not_configured)."
+    ),
+    response={200: EvaluationResponse, 400: Error, 401: Error, 404: Error, 503: Error},
+)
+def evaluate(request: HttpRequest, body: EvaluateRequest) -> dict[str, Any]:
+    client = llm.client_from_settings(settings)
+    if client is None:
+        raise Refused(status=503, message=LLM_NOT_CONFIGURED, code="llm_not_configured")
+    documents = []
+    for raw in body.documents:
+        try:
+            documents.append(own_document(request, UUID(raw)))
+        except ValueError:
+            raise Refused(status=400, message=f"Not a document id: {raw!r}.") from None
+        except Refused:
+            raise Refused(status=404, message=f"No such document for this token: {raw}.") from None
+    results = documents_evaluate(client=client, request=body, documents=documents)
+    usage = client.usage()
+    return {
+        "operation": body.operation,
+        "model": client.model,
+        "results": results,
+        "usage": {k: usage[k] for k in ("calls", "tokens_in", "tokens_out", "seconds")},
+    }

@@ -1,0 +1,120 @@
+"""Ground truth exports: every format of the export page, with the same filter, the same rows
+and the same audit (review.exports.export_response)."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Literal
+from uuid import UUID
+
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
+from ninja import Router
+
+from api.access import own_document, processing_status
+from api.schemas import Error
+from core.errors import Refused
+from documents.models import Document
+from engine.schemas import DOC_TYPES
+from review.exports import CONTENT_TYPES, FORMATS, ExportFilter, export_response
+from review.models import GroundTruth
+from review.selectors import ground_truth_selection
+
+router = Router(tags=["ground truth"])
+DOCUMENT_TYPES = [t.value for t in DOC_TYPES]
+
+
+EXPORT_PERMISSION = "review.export_ground_truth"
+ExportFormat = Literal["jsonl", "csv", "fhir", "parquet", "hf"]
+assert set(ExportFormat.__args__) == set(FORMATS)  # type: ignore[attr-defined]
+FILE_RESPONSE = {
+    "description": "The export file (a zip of the dataset folder for hf).",
+    "content": {
+        CONTENT_TYPES[f]: {"schema": {"type": "string", "format": "binary"}} for f in FORMATS
+    },
+}
+
+
+def _export(
+    request: HttpRequest, records: QuerySet[GroundTruth], *, fmt: str, export_filter: ExportFilter
+) -> HttpResponseBase:
+    return export_response(
+        user=request.user,
+        records=records,
+        fmt=fmt,
+        export_filter=export_filter,
+        audit_filters={"via": "api", "format": fmt, **export_filter.as_dict()},
+    )
+
+
+@router.get(
+    "/ground-truth/",
+    url_name="ground_truth",
+    summary="Export ground truth: jsonl, csv, fhir (R4 Bundle), parquet or hf (zip)",
+    description="A token holding the Admins role's export permission sees every record; "
+    "any other token sees the records of the documents it submitted.",
+    response={200: None, 400: Error, 401: Error, 501: Error},
+    openapi_extra={"responses": {"200": FILE_RESPONSE}},
+)
+def ground_truth_export(
+    request: HttpRequest,
+    format: ExportFormat = "fhir",
+    type: str = "",
+    source: str = "",
+    start: date | None = None,
+    end: date | None = None,
+    all_versions: bool = False,
+) -> HttpResponseBase:
+    if type and type not in DOCUMENT_TYPES:
+        raise Refused(
+            status=400, message=f"Unknown type {type!r}; use one of {', '.join(DOCUMENT_TYPES)}."
+        )
+    if source and source not in GroundTruth.Source.values:
+        raise Refused(
+            status=400,
+            message=f"Unknown source {source!r}; use one of "
+            f"{', '.join(GroundTruth.Source.values)}.",
+        )
+    export_filter = ExportFilter(
+        start=start, end=end, source=source, doc_type=type, all_versions=all_versions
+    )
+    records = export_filter.selection()
+    if not request.user.has_perm(EXPORT_PERMISSION):
+        records = records.filter(document__uploaded_by_id=request.user.pk)
+    return _export(request, records, fmt=format, export_filter=export_filter)
+
+
+@router.get(
+    "/documents/{uuid:document_id}/fhir/",
+    url_name="document_fhir",
+    summary="The document's ground truth as a FHIR R4 Bundle",
+    response={200: None, 401: Error, 404: Error, 409: Error},
+    openapi_extra={
+        "responses": {
+            "200": {
+                "description": "A Bundle of type collection.",
+                "content": {"application/fhir+json": {"schema": {"type": "object"}}},
+            }
+        }
+    },
+)
+def document_fhir(
+    request: HttpRequest, document_id: UUID, all_versions: bool = False
+) -> HttpResponseBase:
+    if request.user.has_perm(EXPORT_PERMISSION):
+        document = Document.objects.filter(pk=document_id).first()
+        if document is None:
+            raise Refused(status=404, message="No such document for this token.")
+    else:
+        document = own_document(request, document_id)
+    records = ground_truth_selection(all_versions=all_versions).filter(document=document)
+    if not records.exists():
+        state = processing_status(document)[0]
+        raise Refused(
+            status=409,
+            message=f"No ground truth yet: the document is {state}.",
+            extra={"state": state},
+        )
+    export_filter = ExportFilter(all_versions=all_versions)
+    return _export(request, records, fmt="fhir", export_filter=export_filter)
