@@ -13,7 +13,8 @@ class ReliabilityConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
-        from engine.fields.templates import TemplateError, load_packs
+        from engine.fields.library import load_packs
+        from engine.fields.templates import TemplateError
 
         # Template packs are validated at start-up: a broken pack stops the process loudly.
         try:

@@ -10,8 +10,9 @@ from typing import Any, cast
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.fields.library import load_packs
 from engine.fields.loop import LoopConfig
-from engine.fields.templates import Pack, Template, load_packs
+from engine.fields.templates import Pack, Template
 from engine.pipeline import PRESETS
 from engine.schemas import DocType
 

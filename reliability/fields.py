@@ -12,9 +12,10 @@ from django.conf import settings
 
 from documents.models import Document
 from engine.fields.forms import FormMatch
+from engine.fields.library import find_template
 from engine.fields.loop import LoopConfig
 from engine.fields.segment import extract_segment
-from engine.fields.templates import Pack, Template, find_template
+from engine.fields.templates import Pack, Template
 from engine.llm import run_concurrently
 from engine.protocols import LLMClient
 from engine.schemas import DOC_TYPES, ClassificationOutput

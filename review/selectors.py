@@ -27,7 +27,7 @@ from core.aggregates import percentile
 from documents.boxes import span_rects
 from documents.models import Document, Page
 from engine import quality
-from engine.fields.templates import find_template
+from engine.fields.library import find_template
 from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput
 from reliability import llm_runtime
 from reliability.extraction import packs
@@ -84,15 +84,6 @@ def next_packet_for(user: Any, *, exclude: tuple[int, ...] = ()) -> ReviewPacket
         available.filter(skips__reviewer=user)
         .order_by("skips__skipped_at", "priority", "created_at", "pk")
         .first()
-    )
-
-
-def packets_held_by(user: Any) -> list[int]:
-    """Open packets whose unexpired lock this user holds."""
-    return list(
-        ReviewPacket.objects.filter(
-            status=ReviewPacket.Status.IN_REVIEW, locked_by=user, lock_expires_at__gt=timezone.now()
-        ).values_list("pk", flat=True)
     )
 
 

@@ -180,7 +180,7 @@ def run_burst_worker(
 
 def pathology_field_names() -> list[str]:
     """The clinical pack's pathology fields, for scripting an LLM's extract_fields answer."""
-    from engine.fields.templates import find_template, load_packs
+    from engine.fields.library import find_template, load_packs
 
     template = find_template(load_packs(("clinical",)), "pathology")
     assert template is not None

@@ -22,7 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from engine.fields.sections import Header, Line, Outline, Section, label_match, norm, words
+from engine.fields.labelled import find_labelled
+from engine.fields.sections import Line, Outline, Section, label_match, norm, words
 from engine.fields.templates import FieldSpec
 from engine.fields.text import DATE, clean, first_date, sentence, snippet, valid_date
 
@@ -1059,10 +1060,6 @@ FINDERS: dict[str, Finder] = {
 }
 
 
-def headers_named(outline: Outline, spec: FieldSpec) -> list[Header]:
-    return [h for h in outline.headers if _label_rank(spec, h.key) is not None]
-
-
 # -- presence: does the document state this field at all? ------------------------------------------
 
 
@@ -1114,7 +1111,11 @@ def _presence(spec: FieldSpec, outline: Outline) -> Hit | None:
     elif spec.format == "text":
         hits = labelled(spec, outline, 0) or labelled(spec, outline, 1)
     else:
-        from engine.fields.offline_extractor import labelled_format_hits
-
-        hits = labelled_format_hits(spec, outline)
+        # A label with a value of the field's format after it, on its line or below it (the
+        # presence of a form's box that is filled in).
+        hits = [
+            Hit(v, s, p)
+            for v, s, p in find_labelled(spec, outline.pages, 0)
+            or find_labelled(spec, outline.pages, 1)
+        ]
     return hits[0] if hits else None

@@ -18,8 +18,9 @@ from engine.fields.extractors import (
     prefilled_extractor,
 )
 from engine.fields.forms import FormMatch, match_form, offline_filler
+from engine.fields.library import find_template
 from engine.fields.loop import LoopConfig, run_loop
-from engine.fields.templates import Pack, Template, find_template
+from engine.fields.templates import Pack, Template
 from engine.llm import LLMError, LLMUnavailable
 from engine.protocols import LLMClient
 

@@ -261,7 +261,3 @@ def verify(output: ClassificationOutput, context: DocumentContext) -> list[Issue
     else:
         issues.extend(verify_llm(output, context, context.llm))
     return issues
-
-
-def domain_rules_version() -> str:
-    return load_rules().version

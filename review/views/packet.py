@@ -100,9 +100,7 @@ def _packet_context(
     ):
         # A second reviewer must not see the first decision before deciding themselves.
         decisions, standing = [], None
-    undo_until = (
-        standing.finished_at + timedelta(minutes=decide.UNDO_MINUTES) if standing else None
-    )
+    undo_until = standing.finished_at + timedelta(minutes=decide.UNDO_MINUTES) if standing else None
     form = correction_form or CorrectionForm.for_output(
         output, page_count=packet.document.page_count
     )

@@ -101,7 +101,7 @@ def test_next_then_v_validates_and_the_export_row_names_the_reviewer(
 
 def test_a_type_correction_takes_four_keys_from_the_queue(page, live_server, clinicians):
     """N, C, 4, Enter: a one-page radiology report the classifier called pathology."""
-    from engine.fields.templates import find_template, load_packs
+    from engine.fields.library import find_template, load_packs
 
     packet = pdf_packet(RADIOLOGY_REPORT, label="pathology", name="ct-chest.pdf")
     log_in(page, live_server, "rita", PASSWORD)

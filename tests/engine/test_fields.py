@@ -8,6 +8,7 @@ import pytest
 
 from engine.fields import evaluator
 from engine.fields.extractors import offline_extractor
+from engine.fields.library import find_template, load_pack, load_packs
 from engine.fields.loop import (
     MAX_ITERATIONS,
     PLATEAU,
@@ -18,13 +19,7 @@ from engine.fields.loop import (
     run_loop,
 )
 from engine.fields.offline_extractor import ExtractedField, extract
-from engine.fields.templates import (
-    Pack,
-    TemplateError,
-    find_template,
-    load_pack,
-    load_packs,
-)
+from engine.fields.templates import Pack, TemplateError
 
 PACKS = load_packs(("clinical", "us_tax"))
 PATHOLOGY = find_template(PACKS, "pathology")

@@ -9,10 +9,10 @@ import pytest
 from engine.fields import evaluator
 from engine.fields.extractors import offline_extractor
 from engine.fields.finders import MAX_LEVEL
+from engine.fields.library import find_template, load_packs
 from engine.fields.loop import LoopConfig, run_loop
 from engine.fields.offline_extractor import extract_field, outline_for
 from engine.fields.sections import Outline, label_match
-from engine.fields.templates import find_template, load_packs
 
 PACKS = load_packs(("clinical",))
 PATHOLOGY = find_template(PACKS, "pathology")

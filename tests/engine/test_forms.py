@@ -25,8 +25,8 @@ from engine.fields.forms import (
     match_form,
     offline_filler,
 )
+from engine.fields.library import load_packs
 from engine.fields.offline_extractor import ExtractedField
-from engine.fields.templates import load_packs
 
 TAX = load_packs(("us_tax",))["us_tax"].templates
 

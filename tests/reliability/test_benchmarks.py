@@ -109,7 +109,7 @@ def test_the_stub_answers_every_demo_document_within_the_response_schema():
     from benchmarks.llm_answers import answer_json, classification
     from benchmarks.llm_bench import corpus_texts
     from engine.classifiers.gemini import ClassificationWithFields
-    from engine.fields.templates import load_packs
+    from engine.fields.library import load_packs
 
     templates = load_packs(("clinical",))["clinical"].templates
     texts = corpus_texts(Path(__file__).resolve().parents[2] / "demo" / "documents")

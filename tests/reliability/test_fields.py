@@ -158,8 +158,8 @@ def test_the_gemini_extractor_uses_extract_fields_through_the_stub(settings):
             model="m", api_key="k", base_url=stub.url, max_transport_retries=0
         )
         from engine.fields.extractors import gemini_extractor
+        from engine.fields.library import find_template, load_packs
         from engine.fields.loop import LoopConfig, run_loop
-        from engine.fields.templates import find_template, load_packs
 
         template = find_template(load_packs(("clinical",)), "pathology")
         result = run_loop(

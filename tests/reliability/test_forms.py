@@ -155,7 +155,7 @@ def test_with_gemini_each_template_is_filled_by_extract_fields_through_the_stub(
     from engine import llm
     from engine.fields.extractors import gemini_filler
     from engine.fields.forms import match_form
-    from engine.fields.templates import load_packs
+    from engine.fields.library import load_packs
     from tests.reliability.gemini_stub import GeminiStub, Reply, candidate
 
     page = "\n\n".join(random_w2_paragraphs(random.Random(9), year=2021))

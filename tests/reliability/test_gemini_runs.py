@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from benchmarks.llm_answers import answer_json, classification
 from engine.classifiers.offline import OfflineClassifier
-from engine.fields.templates import load_packs
+from engine.fields.library import load_packs
 from reliability import services
 from reliability.models import Extraction, LLMResponse, Run
 from review.models import GroundTruth, ReviewPacket

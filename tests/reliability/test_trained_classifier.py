@@ -283,7 +283,7 @@ def test_the_regression_gate_refuses_a_worse_model(tmp_path):
 @pytest.mark.django_db(transaction=True)
 def test_the_most_similar_corrections_go_into_the_gemini_prompt_as_data(settings, pages):
     from benchmarks.llm_answers import answer_json, classification
-    from engine.fields.templates import load_packs
+    from engine.fields.library import load_packs
 
     rng = random.Random(11)
     corrected = {}
@@ -335,7 +335,7 @@ def test_the_most_similar_corrections_go_into_the_gemini_prompt_as_data(settings
 @pytest.mark.django_db(transaction=True)
 def test_no_examples_without_corrections(settings, pages):
     from benchmarks.llm_answers import answer_json, classification
-    from engine.fields.templates import load_packs
+    from engine.fields.library import load_packs
 
     templates = load_packs(("clinical",))["clinical"].templates
     with GeminiStub() as stub:

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from engine.fields.templates import find_template, load_packs
+from engine.fields.library import find_template, load_packs
 from engine.schemas import ClassificationOutput, DocType
 from review import selectors
 from review.corrections import Correction, corrected_output, correction_build, correction_reason

@@ -231,8 +231,8 @@ class Command(BaseCommand):
 
     def _extract_fields(self, doc_type: str, pages: list[str], loop: bool) -> dict[str, Any]:
         from engine.fields.extractors import offline_extractor
+        from engine.fields.library import find_template
         from engine.fields.loop import run_loop
-        from engine.fields.templates import find_template
         from reliability.fields import ProcessingOptions, loop_config, packs
 
         template = find_template(packs(), doc_type)
