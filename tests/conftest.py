@@ -16,6 +16,22 @@ TEST_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 PASSWORD = "correct-horse-battery-staple"
 
 
+# Tiers: a test that needs a real Redis (a fixture below, or real workers) is marked `redis`;
+# one that needs PostgreSQL (worker processes share the test database; COPY, percentiles in
+# SQL) is marked `postgres`; Chromium tests are `browser`. The fast tier runs the rest on
+# SQLite: `scripts/test.sh --fast`.
+REDIS_FIXTURES = {"redis_url", "private_redis", "workers"}
+
+
+def pytest_collection_modifyitems(config: Any, items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & REDIS_FIXTURES:
+            item.add_marker(pytest.mark.redis)
+            # Worker processes share the test database, which only PostgreSQL can give them.
+            item.add_marker(pytest.mark.postgres)
+
+
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings() -> None:
     # The live server answers each request on a thread of its own; persistent connections

@@ -302,6 +302,7 @@ def test_backfill_gives_older_pages_their_word_boxes():
     assert Page.objects.get(document=document).boxes == []  # offsets would not hold: left alone
 
 
+@pytest.mark.postgres
 def test_pages_written_by_copy_read_back_as_bulk_create_writes_them():
     from django.db import connection
     from django.db.models import Value

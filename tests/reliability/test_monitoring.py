@@ -52,6 +52,7 @@ def make_extractions(rows=ROWS, *, age_days=0):
     return created
 
 
+@pytest.mark.postgres
 def test_the_loop_figures_are_aggregated_in_the_database():
     make_extractions()
     make_extractions(age_days=90)  # outside the 30-day window
@@ -127,6 +128,7 @@ def test_each_figure_warns_when_it_crosses_its_threshold(settings):
     assert crossed["threshold_met_rate"].rule == "at least 0.75"
 
 
+@pytest.mark.postgres
 def test_the_metrics_page_shows_the_loop_and_its_warnings(admin_user, client, settings):
     settings.METRICS_MAX_AGE_SECONDS = 0  # the alert limits change between the loads below
     make_extractions()

@@ -275,6 +275,7 @@ def test_the_command_writes_as_it_reads_the_same_bytes(history, tmp_path):
             assert AuditEvent.objects.filter(action="exported").count() == 2
 
 
+@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_the_export_benchmark_reports_memory_and_speed(tmp_path):
     figures = tmp_path / "bench.json"

@@ -532,6 +532,7 @@ def test_the_metrics_page_shows_the_figures(admin_user, reviewer):
     assert response.context["agreement"][0]["rate"] == 1.0
 
 
+@pytest.mark.postgres
 def test_metrics_medians_are_computed_by_the_database(admin_user, reviewer, other_reviewer):
     first, second = make_packet(sha="1"), make_packet(sha="2")
     login(reviewer).post(reverse("review:validate", args=[first.pk]))
