@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
+Z_95_ONE_SIDED = 1.6448536269514722  # one-sided 95% normal quantile
 
 # Reasons a run was sampled for audit.
 SAMPLED = "sampled"

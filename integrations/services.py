@@ -50,6 +50,8 @@ PAYLOAD_KEYS = frozenset(
         "outcome",
         "attempts",
         "endpoint_id",
+        "state",  # provisional (a blind check is open: no type, source or outcome) or final
+        "standing_kept",  # a re-run compared with a clinician's standing decision
     }
 )
 PAYLOAD_TYPES = (str, int, float, bool, type(None))

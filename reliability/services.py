@@ -525,17 +525,17 @@ def _run_execute_claimed(run: Run, *, client: LLMClient | None) -> Run:
             )
         ):
             outcome_ids.update(found)
-        events.publish(
-            events.Event.RUN_DECIDED,
-            {
-                "run_id": run.pk,
-                "document_id": str(document.pk),
-                "decision": decision.value,
-                "dominant_type": best.output.dominant_type_overall.value,
-                "attempts": len(outcome.attempts),
-                **outcome_ids,
-            },
-        )
+        decided: dict[str, Any] = {
+            "run_id": run.pk,
+            "document_id": str(document.pk),
+            "decision": decision.value,
+            "attempts": len(outcome.attempts),
+            **outcome_ids,
+        }
+        # A provisional answer is under a blind audit: the machine's type stays out of it.
+        if outcome_ids.get("state") != "provisional":
+            decided["dominant_type"] = best.output.dominant_type_overall.value
+        events.publish(events.Event.RUN_DECIDED, decided)
     logger.info(
         "run %s completed: %s (%s), %s attempt(s), %s call(s)",
         run_id,

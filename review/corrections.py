@@ -352,3 +352,53 @@ def correction_fields(
             }
         )
     return records
+
+
+# -- segmentations: what a second review and an audit record and compare ------------------------
+
+Segmentation = list[SegmentSpec]
+
+
+def segmentation_of(output: ClassificationOutput | dict[str, Any]) -> Segmentation:
+    """Where each document of ``output`` starts and its type, in page order."""
+    data = output.model_dump(mode="json") if isinstance(output, ClassificationOutput) else output
+    found = [
+        (int(s["start_page"]), int(s["end_page"]), DocType(s["dominant_type"]))
+        for s in data.get("segments", [])
+    ]
+    return sorted(found)
+
+
+def segmentation_json(segments: Segmentation) -> list[list[Any]]:
+    return [[a, b, t.value] for a, b, t in segments]
+
+
+def segmentation_from_json(rows: list[list[Any]]) -> Segmentation:
+    return sorted((int(a), int(b), DocType(t)) for a, b, t in rows)
+
+
+def segmentations_agree(first: Segmentation, second: Segmentation) -> bool:
+    """The same documents: the same first and last page and the same type for each. (Pages
+    and types together: a bundle split 1 / 2-3 / 4-7 does not agree with one document of the
+    same type, nor with the split 1-2 / 3 / 4-7.)"""
+    return sorted(first) == sorted(second)
+
+
+def page_types(segments: Segmentation, page_count: int) -> list[str]:
+    """Each page's type under ``segments`` ("" where no segment covers it)."""
+    types = [""] * page_count
+    for start, end, doc_type in segments:
+        for page in range(max(1, start), min(end, page_count) + 1):
+            types[page - 1] = doc_type.value
+    return types
+
+
+def segmentation_words(segments: Segmentation) -> str:
+    """In words: "Pages 1-3 Pathology Report; pages 4-7 Radiology Report" (an en dash in
+    the ranges); one document is named by its type alone."""
+    if len(segments) == 1:
+        return DISPLAY_NAMES[segments[0][2]]
+    return "; ".join(
+        f"pages {a}\u2013{b} {DISPLAY_NAMES[t]}" if a != b else f"page {a} {DISPLAY_NAMES[t]}"
+        for a, b, t in segments
+    ).capitalize()

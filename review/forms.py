@@ -20,6 +20,51 @@ class ValidateForm(forms.Form):
     )
 
 
+def posted_rows(data: Any) -> list[tuple[str, str]]:
+    """The segment rows of a posted panel: parallel ``start`` and ``type`` lists."""
+    starts = data.getlist("start") if hasattr(data, "getlist") else []
+    types = data.getlist("type") if hasattr(data, "getlist") else []
+    return [
+        (start.strip(), kind.strip())
+        for start, kind in zip(starts, types, strict=False)
+        if start.strip() or kind.strip()
+    ]
+
+
+def segments_from_rows(
+    rows: list[tuple[str, str]], *, page_count: int
+) -> list[tuple[int, int, DocType]]:
+    """Segments from posted rows (the page each starts on, its type): each runs to the page
+    before the next one starts. Raises ValidationError with what to mend."""
+    if not rows:
+        raise forms.ValidationError("Give at least one segment.")
+    parsed: list[tuple[int, DocType]] = []
+    for number, (start, kind) in enumerate(rows, start=1):
+        if kind not in DocType._value2member_map_:
+            raise forms.ValidationError(f"Segment {number}: choose its type.")
+        try:
+            first = int(start) if number > 1 else 1
+        except ValueError:
+            raise forms.ValidationError(f"Segment {number}: give the page it starts on.") from None
+        if not 1 <= first <= page_count:
+            raise forms.ValidationError(
+                f"Segment {number} starts on page {first}, outside the document "
+                f"(pages 1-{page_count})."
+            )
+        parsed.append((first, DocType(kind)))
+    parsed.sort(key=lambda r: r[0])
+    starts = [start for start, _ in parsed]
+    repeated = sorted({s for s in starts if starts.count(s) > 1})
+    if repeated:
+        raise forms.ValidationError(
+            f"Two segments start on page {repeated[0]}: remove one of them."
+        )
+    if starts[0] != 1:
+        raise forms.ValidationError("The first segment must start on page 1.")
+    ends = [s - 1 for s in starts[1:]] + [page_count]
+    return [(start, end, kind) for (start, kind), end in zip(parsed, ends, strict=True)]
+
+
 class CorrectionForm(forms.Form):
     """A correction as segments: each starts at a page and has a type, and runs to the page
     before the next one starts (posted as parallel ``start`` and ``type`` lists). The mixture
@@ -72,13 +117,7 @@ class CorrectionForm(forms.Form):
         return [self[f"share_{t.value}"] for t in DOC_TYPES]
 
     def posted_rows(self) -> list[tuple[str, str]]:
-        starts = self.data.getlist("start") if hasattr(self.data, "getlist") else []
-        types = self.data.getlist("type") if hasattr(self.data, "getlist") else []
-        return [
-            (start.strip(), kind.strip())
-            for start, kind in zip(starts, types, strict=False)
-            if start.strip() or kind.strip()
-        ]
+        return posted_rows(self.data)
 
     def rows(self) -> list[dict[str, Any]]:
         """The segment rows to show: as posted (to keep a refused edit) or as classified."""
@@ -100,36 +139,7 @@ class CorrectionForm(forms.Form):
         return shown
 
     def _segments(self) -> list[tuple[int, int, DocType]]:
-        rows = self.posted_rows()
-        if not rows:
-            raise forms.ValidationError("Give at least one segment.")
-        parsed: list[tuple[int, DocType]] = []
-        for number, (start, kind) in enumerate(rows, start=1):
-            if kind not in DocType._value2member_map_:
-                raise forms.ValidationError(f"Segment {number}: choose its type.")
-            try:
-                first = int(start) if number > 1 else 1
-            except ValueError:
-                raise forms.ValidationError(
-                    f"Segment {number}: give the page it starts on."
-                ) from None
-            if not 1 <= first <= self.page_count:
-                raise forms.ValidationError(
-                    f"Segment {number} starts on page {first}, outside the document "
-                    f"(pages 1-{self.page_count})."
-                )
-            parsed.append((first, DocType(kind)))
-        parsed.sort(key=lambda r: r[0])
-        starts = [start for start, _ in parsed]
-        repeated = sorted({s for s in starts if starts.count(s) > 1})
-        if repeated:
-            raise forms.ValidationError(
-                f"Two segments start on page {repeated[0]}: remove one of them."
-            )
-        if starts[0] != 1:
-            raise forms.ValidationError("The first segment must start on page 1.")
-        ends = [s - 1 for s in starts[1:]] + [self.page_count]
-        return [(start, end, kind) for (start, kind), end in zip(parsed, ends, strict=True)]
+        return segments_from_rows(self.posted_rows(), page_count=self.page_count)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -173,15 +183,43 @@ class ExportForm(forms.Form):
     )
 
 
-class BlindTypeForm(forms.Form):
-    """A blind answer (an audit, a second review) or an adjudication: the document's type."""
+class SegmentationForm(forms.Form):
+    """A check's answer (an audit, a second review, an adjudication): where each document
+    starts and its type, posted as the packet panel posts them, and an optional note."""
 
-    doc_type = forms.ChoiceField(
-        choices=TYPE_CHOICES, widget=forms.RadioSelect, label="Document type"
-    )
     note = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Note (optional)"
     )
 
-    def chosen(self) -> DocType:
-        return DocType(self.cleaned_data["doc_type"])
+    def __init__(self, *args: Any, page_count: int, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "check_%s")
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
+        self.page_count = page_count
+        self._segments: list[tuple[int, int, DocType]] = []
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        try:
+            self._segments = segments_from_rows(posted_rows(self.data), page_count=self.page_count)
+        except forms.ValidationError as error:
+            self.add_error(None, error)
+        return data
+
+    def segments(self) -> list[tuple[int, int, DocType]]:
+        return self._segments
+
+    def rows(self, initial: list[tuple[int, str]] | None = None) -> list[dict[str, Any]]:
+        """The panel's rows: as posted, else ``initial``, else one document of no type yet
+        (a blind answer starts from nothing)."""
+        if self.is_bound:
+            raw = [(int(a) if a.isdigit() else 0, t) for a, t in posted_rows(self.data)]
+        else:
+            raw = list(initial or [(1, "")])
+        raw.sort(key=lambda r: r[0])
+        shown = []
+        for index, (start, kind) in enumerate(raw):
+            following = raw[index + 1][0] if index + 1 < len(raw) else None
+            end = (following - 1) if following else self.page_count
+            shown.append({"start": start or "", "end": end, "type": kind, "first": index == 0})
+        return shown

@@ -133,10 +133,18 @@ class GroundTruth(models.Model):
         # earlier version to return to: the document has no ground truth until decided again.
         WITHDRAWN = "WITHDRAWN", "Decision withdrawn"
 
+    class State(models.TextChoices):
+        # A check is still open on this version (a blind audit of an accepted answer, the
+        # second review or adjudication of a clinician's decision): it may change.
+        PROVISIONAL = "provisional", "Provisional"
+        # The process is done: no check is open, or every check that was asked for ended.
+        FINAL = "final", "Final"
+
     document = models.ForeignKey(
         "documents.Document", on_delete=models.CASCADE, related_name="ground_truth"
     )
     source = models.CharField(max_length=16, choices=Source.choices)
+    state = models.CharField(max_length=12, choices=State.choices, default=State.FINAL)
     dominant_type = models.CharField(max_length=32)
     classification = models.JSONField()
     fields = models.JSONField(default=list, blank=True)  # extracted fields, per segment
@@ -217,6 +225,8 @@ class Review(models.Model):
             ("reopen_packets", "Can reopen decided packets"),
             ("audit_runs", "Can audit auto-accepted runs"),
             ("adjudicate_reviews", "Can adjudicate disagreeing reviews"),
+            # Blind checks are blind for everyone else (review.visibility).
+            ("see_all_labels", "Can see every label, while blind checks are open too"),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -277,6 +287,17 @@ class AuditSample(models.Model):
         PENDING = "pending", "Waiting for audit"
         COMPLETED = "completed", "Audited"
 
+    class Verdict(models.TextChoices):
+        """What the audit found, once every check on it ended: the accepted-error rate counts
+        ERROR (the auditor's different answer was confirmed by a second review or an
+        adjudication); a disagreement the checks overturned is not an error."""
+
+        NONE = "", "Not audited yet"
+        AGREES = "agrees", "The auditor agreed with the machine"
+        DISPUTED = "disputed", "The auditor disagreed: waiting for a second review"
+        ERROR = "error", "The machine was wrong (confirmed)"
+        OVERTURNED = "overturned", "The auditor's disagreement was overturned"
+
     run = models.OneToOneField(
         "reliability.Run", on_delete=models.CASCADE, related_name="audit_sample"
     )
@@ -297,7 +318,11 @@ class AuditSample(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     audited_type = models.CharField(max_length=32, blank=True)
+    # The auditor's segmentation: [[first page, last page, type], ...] (one row for a
+    # single document).
+    audited_segments = models.JSONField(default=list, blank=True)
     agrees = models.BooleanField(null=True)
+    verdict = models.CharField(max_length=12, choices=Verdict.choices, blank=True)
     correction = models.ForeignKey(
         GroundTruth, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -320,14 +345,22 @@ class AuditSample(models.Model):
 
 
 class SecondReview(models.Model):
-    """A second, independent decision on a decided packet by a different reviewer, who does
-    not see the first decision. Agreement makes the ground truth final; a disagreement goes
-    to adjudication by a third person."""
+    """A second, independent answer to a first one, by a different person who does not see
+    it: the first is a clinician's decision on a packet (``review``), or an auditor's answer
+    that disagreed with an accepted run (``audit``). Both answers are segmentations (where
+    each document starts, and its type); they agree when the segmentations are the same.
+    Agreement makes the ground truth final; a disagreement goes to adjudication by a third
+    person, who sees both."""
+
+    class Kind(models.TextChoices):
+        DECISION = "decision", "A clinician's decision"
+        AUDIT = "audit", "An audit that disagreed with the machine"
 
     class Rule(models.TextChoices):
         CORRECTION = "correction", "Every correction"
         BLOCKER = "blocker", "Every BLOCKER packet"
         RANDOM = "random", "Random share"
+        AUDIT = "audit", "Every audit disagreement"
 
     class Status(models.TextChoices):
         AWAITING = "awaiting", "Waiting for a second reviewer"
@@ -338,23 +371,39 @@ class SecondReview(models.Model):
 
     OPEN_STATUSES = (Status.AWAITING, Status.ADJUDICATION)
 
-    packet = models.ForeignKey(ReviewPacket, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.DECISION)
+    document = models.ForeignKey(
+        "documents.Document", on_delete=models.CASCADE, related_name="second_reviews"
+    )
+    packet = models.ForeignKey(
+        ReviewPacket, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     first_review = models.OneToOneField(
-        Review, on_delete=models.PROTECT, related_name="second_review"
+        Review, null=True, blank=True, on_delete=models.PROTECT, related_name="second_review"
+    )
+    audit = models.OneToOneField(
+        AuditSample, null=True, blank=True, on_delete=models.CASCADE, related_name="second_review"
+    )
+    first_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+"
     )
     rule = models.CharField(max_length=16, choices=Rule.choices)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.AWAITING)
     first_type = models.CharField(max_length=32)
+    # Segmentations: [[first page, last page, type], ...], in page order.
+    first_segments = models.JSONField(default=list, blank=True)
     second_reviewer = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     second_type = models.CharField(max_length=32, blank=True)
+    second_segments = models.JSONField(default=list, blank=True)
     second_note = models.TextField(blank=True)
     second_at = models.DateTimeField(null=True, blank=True)
     adjudicator = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     final_type = models.CharField(max_length=32, blank=True)
+    final_segments = models.JSONField(default=list, blank=True)
     adjudication_note = models.TextField(blank=True)
     adjudicated_at = models.DateTimeField(null=True, blank=True)
     final_truth = models.ForeignKey(
@@ -364,7 +413,50 @@ class SecondReview(models.Model):
 
     class Meta:
         ordering = ["created_at"]
-        indexes = [models.Index(fields=["status", "created_at"])]
+        indexes = [
+            models.Index(fields=["status", "created_at"]),
+            models.Index(fields=["document", "status"], name="second_review_document"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(kind="decision", first_review__isnull=False)
+                    | models.Q(kind="audit", audit__isnull=False)
+                ),
+                name="second_review_has_its_first_answer",
+            )
+        ]
 
     def __str__(self) -> str:
-        return f"Second review of packet {self.packet_id} ({self.status})"
+        return f"Second review of document {self.document_id} ({self.status})"
+
+
+class RunComparison(models.Model):
+    """A run of a document whose label a clinician already decided (or whose packet is still
+    open): its answer is compared with the standing one and recorded here, and nothing else
+    changes: a machine label never replaces a clinician's decision, and no second packet is
+    opened."""
+
+    run = models.OneToOneField(
+        "reliability.Run", on_delete=models.CASCADE, related_name="comparison_with_standing"
+    )
+    document = models.ForeignKey(
+        "documents.Document", on_delete=models.CASCADE, related_name="run_comparisons"
+    )
+    standing_truth = models.ForeignKey(
+        GroundTruth, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    open_packet = models.ForeignKey(
+        ReviewPacket, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decision = models.CharField(max_length=20)  # the run's own decision (accept or escalate)
+    machine_type = models.CharField(max_length=32)
+    standing_type = models.CharField(max_length=32, blank=True)
+    agrees = models.BooleanField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"Run {self.run_id} compared with the standing label of {self.document_id}"

@@ -40,6 +40,7 @@ ROLE_PERMISSIONS: dict[str, list[tuple[str, str]]] = {
         ("review", "reopen_packets"),
         ("review", "audit_runs"),
         ("review", "adjudicate_reviews"),
+        ("review", "see_all_labels"),
         *DOCUMENT_PERMISSIONS,
         *WEBHOOK_PERMISSIONS,
         *ADMIN_SITE_PERMISSIONS,

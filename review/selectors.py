@@ -32,7 +32,12 @@ from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput
 from reliability import llm_runtime
 from reliability.extraction import packs
 from reliability.models import Attempt, Extraction, Run
-from review.corrections import extraction_record
+from review.corrections import (
+    extraction_record,
+    page_types,
+    segmentation_from_json,
+    segmentations_agree,
+)
 from review.evidence import context_for
 from review.models import AuditSample, GroundTruth, Review, ReviewPacket, ReviewSkip, SecondReview
 
@@ -267,6 +272,29 @@ def packet_workspace(packet: ReviewPacket, output: ClassificationOutput) -> dict
         # Pages ingested before word boxes were kept cannot show evidence on the image: open
         # such a document on its text, where the evidence is marked.
         "text_first": not is_pdf or (bool(wanted) and not any(boxes.values())),
+    }
+
+
+def document_workspace(document: Document) -> dict[str, Any]:
+    """The viewer of a check's page (an audit, a second review, an adjudication): the
+    document page by page, with nothing of anyone's answer on it."""
+    page_rows = list(document.pages.defer("boxes", "block_types").order_by("number"))
+    is_pdf = document.mime_type == Document.MIME_PDF and bool(document.file)
+    return {
+        "pages": [
+            {
+                "number": row.number,
+                "method": row.get_extraction_method_display(),
+                "width": round(row.width or 612),
+                "height": round(row.height or 792),
+                "evidence": [],
+                "pieces": [(row.text, "")] if row.text else [],
+                "segment": 0,
+            }
+            for row in page_rows
+        ],
+        "is_pdf": is_pdf,
+        "text_first": not is_pdf,
     }
 
 
@@ -622,22 +650,34 @@ def document_pages(document: Document) -> list[Page]:
 
 
 def second_reviews_for(user: Any) -> list[SecondReview]:
-    """Decisions waiting for this user's independent second review (not their own)."""
+    """First answers waiting for this user's independent second review (not their own)."""
     return list(
         SecondReview.objects.filter(status=SecondReview.Status.AWAITING)
-        .exclude(first_review__reviewer=user)
-        .select_related("packet__document")
+        .exclude(first_by=user)
+        .select_related("document")
         .order_by("created_at")
     )
 
 
 def adjudications_for(user: Any) -> list[SecondReview]:
-    """Disagreements this user may settle (they made neither decision)."""
+    """Disagreements this user may settle (they gave neither answer)."""
     return list(
         SecondReview.objects.filter(status=SecondReview.Status.ADJUDICATION)
-        .exclude(first_review__reviewer=user)
+        .exclude(first_by=user)
         .exclude(second_reviewer=user)
-        .select_related("packet__document")
+        .select_related("document")
+        .order_by("created_at")
+    )
+
+
+def audit_disputes() -> list[SecondReview]:
+    """Audits that disagreed with an accepted run and whose checks are still open: the
+    accepted label stands, provisional, until they end (for Admins)."""
+    return list(
+        SecondReview.objects.filter(
+            kind=SecondReview.Kind.AUDIT, status__in=SecondReview.OPEN_STATUSES
+        )
+        .select_related("document", "audit", "first_by")
         .order_by("created_at")
     )
 
@@ -656,20 +696,39 @@ def awaiting_second_review(packet: ReviewPacket) -> SecondReview | None:
     )
 
 
+AUDIT_SETTLED = (
+    AuditSample.Verdict.AGREES,
+    AuditSample.Verdict.ERROR,
+    AuditSample.Verdict.OVERTURNED,
+)
+
+
 def audit_metrics() -> dict[str, Any]:
-    """Per machine type, the accepted-error rate measured by completed audits alone, with its
-    95% Wilson interval and a warning when the upper bound passes AUDIT_ERROR_LIMIT."""
+    """Per machine type, the accepted-error rate measured by audits whose checks ended (an
+    auditor's disagreement counts as an error once a second review or an adjudication
+    confirmed it), with its 95% Wilson interval.
+
+    The warning needs evidence: a type is flagged only when the one-sided 95% lower bound of
+    its error rate is above AUDIT_ERROR_LIMIT (the audits show the rate is above the limit,
+    not merely that they cannot yet show it is below). A type whose upper bound is still above
+    the limit without such evidence is shown as "not enough audits yet"."""
     names = {t.value: DISPLAY_NAMES[t] for t in DOC_TYPES}
     rows = (
-        AuditSample.objects.filter(status=AuditSample.Status.COMPLETED)
+        AuditSample.objects.filter(verdict__in=AUDIT_SETTLED)
         .values("machine_type")
-        .annotate(audited=Count("pk"), errors=Count("pk", filter=Q(agrees=False)))
+        .annotate(
+            audited=Count("pk"),
+            errors=Count("pk", filter=Q(verdict=AuditSample.Verdict.ERROR)),
+        )
         .order_by("machine_type")
     )
     limit = settings.AUDIT_ERROR_LIMIT
     per_type = []
     for row in rows:
         low, high = quality.wilson_interval(row["errors"], row["audited"])
+        one_sided_low, _ = quality.wilson_interval(
+            row["errors"], row["audited"], z=quality.Z_95_ONE_SIDED
+        )
         per_type.append(
             {
                 "type": names.get(row["machine_type"], row["machine_type"]),
@@ -678,7 +737,8 @@ def audit_metrics() -> dict[str, Any]:
                 "rate": row["errors"] / row["audited"],
                 "low": low,
                 "high": high,
-                "alert": high > limit,
+                "alert": one_sided_low > limit,
+                "undecided": one_sided_low <= limit < high,
             }
         )
     order = {name: i for i, name in enumerate(names.values())}
@@ -687,18 +747,23 @@ def audit_metrics() -> dict[str, Any]:
         "audit_rows": per_type,
         "audit_limit": limit,
         "audit_pending": AuditSample.objects.filter(status=AuditSample.Status.PENDING).count(),
+        "audit_disputed": AuditSample.objects.filter(verdict=AuditSample.Verdict.DISPUTED).count(),
         "audit_alerts": [r["type"] for r in per_type if r["alert"]],
     }
 
 
 def second_review_metrics() -> dict[str, Any]:
-    """Cohen's kappa between first and second reviewers' types, overall and per type (is it
-    this type or not), over every completed second review."""
-    pairs = list(
+    """Agreement between first and second answers over every completed second review:
+    Cohen's kappa of the documents' types, overall and per type (is it this type or not),
+    page-level type agreement (each page's type under both segmentations) and the share of
+    segmentations that agree exactly (pages and types)."""
+    done = list(
         SecondReview.objects.exclude(second_type="")
         .exclude(status=SecondReview.Status.CANCELLED)
-        .values_list("first_type", "second_type")
+        .select_related("document")
+        .only("first_type", "second_type", "first_segments", "second_segments", "document")
     )
+    pairs = [(s.first_type, s.second_type) for s in done]
     per_type = quality.kappa_per_type(pairs, [t.value for t in DOC_TYPES])
     rows = [
         {
@@ -708,10 +773,21 @@ def second_review_metrics() -> dict[str, Any]:
         }
         for t in DOC_TYPES
     ]
+    pages_same = pages_total = exact = 0
+    for second in done:
+        first = segmentation_from_json(second.first_segments)
+        answer = segmentation_from_json(second.second_segments)
+        count = max([b for _, b, _ in first + answer] or [0])
+        a, b = page_types(first, count), page_types(answer, count)
+        pages_same += sum(1 for x, y in zip(a, b, strict=True) if x == y)
+        pages_total += count
+        exact += segmentations_agree(first, answer)
     return {
         "kappa_overall": quality.cohen_kappa(pairs),
         "kappa_pairs": len(pairs),
         "kappa_rows": [r for r in rows if r["pairs"]],
+        "page_agreement": pages_same / pages_total if pages_total else None,
+        "segmentation_agreement": exact / len(done) if done else None,
         "second_open": SecondReview.objects.filter(status=SecondReview.Status.AWAITING).count(),
         "adjudication_open": SecondReview.objects.filter(
             status=SecondReview.Status.ADJUDICATION

@@ -32,6 +32,11 @@ urlpatterns = [
     path("second/<int:second_id>/", checks.second_detail, name="second"),
     path("second/<int:second_id>/submit/", checks.second_submit, name="second_submit"),
     path("second/<int:second_id>/adjudicate/", checks.adjudicate, name="adjudicate"),
+    path(
+        "second/<int:second_id>/pages/<int:number>.png",
+        checks.second_page_image,
+        name="second_page_image",
+    ),
 ]
 
 # Pages about one run, in the "reliability" namespace under /runs/ (config.urls).

@@ -16,6 +16,7 @@ from engine import pipeline
 from engine.schemas import (
     SEVERITY_ORDER,
     ClassificationOutput,
+    Decision,
     Severity,
     sort_issues,
 )
@@ -27,6 +28,7 @@ from review.corrections import (
     correction_fields,
     correction_problems,
     correction_reason,
+    segmentation_of,
 )
 from review.models import (
     AuditEvent,
@@ -34,6 +36,7 @@ from review.models import (
     Review,
     ReviewPacket,
     ReviewSkip,
+    RunComparison,
     SecondReview,
 )
 from review.queue import queue_changed
@@ -44,13 +47,15 @@ from review.selectors import (
 )
 from review.services import ReviewRefused
 from review.services.audit_log import audit_record
-from review.services.audits import audit_sample_consider
+from review.services.audits import audit_draw, audit_sample_create
 from review.services.ground_truth import ground_truth_changed, ground_truth_record
-from review.services.second_review import second_review_consider
+from review.services.second_review import second_review_open, second_review_rule
 
 logger = logging.getLogger(__name__)
 
 UNDO_MINUTES = 5  # a reviewer may take back their own decision for this long
+# Sources of a label a clinician decided: a re-run never replaces them.
+CLINICIAN_SOURCES = (GroundTruth.Source.SME_VALIDATED, GroundTruth.Source.SME_CORRECTED)
 
 
 def _history(outcome: pipeline.Outcome) -> list[dict[str, Any]]:
@@ -112,15 +117,45 @@ def run_outcome_record(
     extra_issues: list[EngineIssue] | None = None,
 ) -> dict[str, Any]:
     """A run's outcome, recorded inside the run's transaction: an accepted answer becomes
-    ground truth (and may be drawn for a blind audit), an escalated one a review packet.
-    Returns the id created, for the run.decided event."""
-    if accepted:
-        output = outcome.best.output
-        truth = ground_truth_record(
-            document=run.document, run=run, output=output, source=GroundTruth.Source.AUTO_ACCEPTED
+    ground truth (provisional when it is drawn for a blind audit), an escalated one a review
+    packet. A run of a document that a clinician decided already, or whose packet is still
+    open, changes neither: it is compared with the standing label and the comparison is
+    recorded (a machine label never replaces a clinician's decision; no second packet).
+    Returns what the run.decided event carries."""
+    document = run.document
+    output = outcome.best.output
+    standing = GroundTruth.objects.latest_locked(document)
+    clinician = standing is not None and standing.source in CLINICIAN_SOURCES
+    open_packet = (
+        ReviewPacket.objects.filter(document=document, status__in=ReviewPacket.OPEN_STATUSES)
+        .exclude(run=run)
+        .first()
+    )
+    if clinician or open_packet is not None:
+        standing_type = standing.dominant_type if clinician and standing else ""
+        RunComparison.objects.create(
+            run=run,
+            document=document,
+            standing_truth=standing if clinician else None,
+            open_packet=open_packet,
+            decision=Decision.AUTO_ACCEPT.value if accepted else Decision.ESCALATE_TO_SME.value,
+            machine_type=output.dominant_type_overall.value,
+            standing_type=standing_type,
+            agrees=output.dominant_type_overall.value == standing_type if standing_type else None,
         )
-        audit_sample_consider(run=run, truth=truth, output=output)
-        return {"ground_truth_id": truth.pk}
+        return {"standing_kept": True}
+    if accepted:
+        draw = audit_draw(run=run, output=output)
+        truth = ground_truth_record(
+            document=document,
+            run=run,
+            output=output,
+            source=GroundTruth.Source.AUTO_ACCEPTED,
+            state=GroundTruth.State.PROVISIONAL if draw else GroundTruth.State.FINAL,
+        )
+        if draw is not None:
+            audit_sample_create(draw=draw, run=run, truth=truth)
+        return {"ground_truth_id": truth.pk, "state": truth.state}
     packet = packet_create(
         run=run, outcome=outcome, comparison=comparison, extra_issues=extra_issues
     )
@@ -238,17 +273,38 @@ def correction_preview(
     return reason, problems, fields
 
 
+PANEL_SHOWS_A_CORRECTION = (
+    "Nothing was recorded: the panel shows a correction ({reason}). Save it with Enter, or "
+    "press Escape and undo the change to validate the machine's answer."
+)
+
+
 def review_submit(
-    *, packet_id: int, reviewer: Any, correction: Correction | None, notes: str
+    *,
+    packet_id: int,
+    reviewer: Any,
+    correction: Correction | None,
+    notes: str,
+    shown: Correction | None = None,
 ) -> Review:
     """Validate (correction None) or correct a packet. Exactly one standing decision per
     packet: the packet row is locked for the transaction, so racing submissions are
     serialised and the second finds the packet completed.
 
+    A decision records exactly what the panel shows: a validation sent from a panel that
+    shows a correction (``shown``, the panel's segments and types as posted) is refused, so
+    a stray key never saves the machine's label over a correction the reviewer made.
+
     A correction must hold together (see review.corrections); the fields of segments whose
-    pages or type changed are extracted again first, outside the transaction."""
+    pages or type changed are extracted again first, outside the transaction. The decision is
+    provisional while a second review the rules ask for is open (then hidden from everyone
+    but its decider and Admins), final otherwise."""
     packet = ReviewPacket.objects.select_related("run", "document").get(pk=packet_id)
     reason, fields = "", None
+    if correction is None and shown is not None:
+        changes, _ = correction_check(packet=packet, correction=shown)
+        if changes:
+            raise ReviewRefused(PANEL_SHOWS_A_CORRECTION.format(reason=changes))
     if correction is not None:
         reason, problems = correction_check(packet=packet, correction=correction)
         if problems:
@@ -272,11 +328,16 @@ def review_submit(
         else:
             output = corrected_output(correction)
             outcome, source = Review.Outcome.CORRECTED, GroundTruth.Source.SME_CORRECTED
+        decisions_before = Review.objects.filter(packet=packet).count()
+        rule = second_review_rule(
+            outcome=outcome, packet=packet, draw_key=f"packet:{packet.pk}:{decisions_before + 1}"
+        )
         truth = ground_truth_record(
             document=packet.document,
             run=packet.run,
             output=output,
             source=source,
+            state=GroundTruth.State.PROVISIONAL if rule else GroundTruth.State.FINAL,
             field_corrections=packet.field_corrections,
             fields=fields,
             reviewer=reviewer,
@@ -316,18 +377,17 @@ def review_submit(
                 "updated_at",
             ]
         )
-        events.publish(
-            events.Event.PACKET_DECIDED,
-            {
-                "packet_id": packet.pk,
-                "review_id": review.pk,
-                "run_id": packet.run_id,
-                "document_id": str(packet.document_id),
-                "outcome": outcome.value,
-                "dominant_type": output.dominant_type_overall.value,
-                "ground_truth_id": truth.pk,
-            },
-        )
+        decided: dict[str, Any] = {
+            "packet_id": packet.pk,
+            "review_id": review.pk,
+            "run_id": packet.run_id,
+            "document_id": str(packet.document_id),
+            "ground_truth_id": truth.pk,
+            "state": truth.state,
+        }
+        if not rule:  # a decision under a blind second review keeps its labels to itself
+            decided.update(outcome=outcome.value, dominant_type=output.dominant_type_overall.value)
+        events.publish(events.Event.PACKET_DECIDED, decided)
         audit_record(
             user=reviewer,
             action=AuditEvent.Action.DECIDED,
@@ -338,7 +398,15 @@ def review_submit(
                 "dominant_type": output.dominant_type_overall.value,
             },
         )
-        second_review_consider(review=review, packet=packet)
+        if rule:
+            second_review_open(
+                rule=rule,
+                document=packet.document,
+                first_by=reviewer,
+                first=segmentation_of(output),
+                packet=packet,
+                review=review,
+            )
         queue_changed()
     logger.info("packet %s %s by user %s", packet_id, outcome, reviewer.pk)
     return review
@@ -371,6 +439,7 @@ def _withdraw(*, packet_id: int, user: Any, how: str) -> Review:
         truth = GroundTruth.objects.create(
             document=packet.document,
             source=previous.source,
+            state=previous.state,  # a check still open on it stays open
             dominant_type=previous.dominant_type,
             classification=previous.classification,
             fields=previous.fields,

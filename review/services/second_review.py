@@ -1,4 +1,8 @@
-"""Second review of clinicians' decisions, and adjudication of disagreements."""
+"""Second review and adjudication. A second reviewer answers blind, with a segmentation (where
+each document starts, and its type), to a first answer: a clinician's decision on a packet, or
+an auditor's answer that disagreed with an accepted run. The answers agree when the
+segmentations are the same (pages and types); agreement settles the ground truth, a
+disagreement goes to a third person who sees both and decides."""
 
 from __future__ import annotations
 
@@ -8,137 +12,226 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from documents.models import Document
 from engine import quality
-from engine.schemas import (
-    DISPLAY_NAMES,
-    DocType,
-    Severity,
+from engine.schemas import Severity
+from review.corrections import (
+    Segmentation,
+    segmentation_from_json,
+    segmentation_json,
+    segmentation_of,
+    segmentation_words,
+    segmentations_agree,
 )
-from review.models import (
-    AuditEvent,
-    GroundTruth,
-    Review,
-    ReviewPacket,
-    SecondReview,
-)
+from review.models import AuditEvent, AuditSample, GroundTruth, Review, ReviewPacket, SecondReview
 from review.services import ReviewRefused
 from review.services.audit_log import audit_record
-from review.services.ground_truth import retype_fields, retype_truth
+from review.services.ground_truth import (
+    ground_truth_settle,
+    segmentation_fields,
+    segmentation_truth,
+)
 
 
-def second_review_rule(*, review: Review, packet: ReviewPacket) -> str:
-    """Which configured rule asks for a second review of this decision ("" when none)."""
-    if settings.SECOND_REVIEW_ON_CORRECTION and review.outcome == Review.Outcome.CORRECTED:
+def second_review_rule(*, outcome: str, packet: ReviewPacket, draw_key: str) -> str:
+    """Which configured rule asks for a second review of this decision ("" when none).
+    ``draw_key`` names the decision for the random share (the same decision, the same draw)."""
+    if settings.SECOND_REVIEW_ON_CORRECTION and outcome == Review.Outcome.CORRECTED:
         return SecondReview.Rule.CORRECTION
     if settings.SECOND_REVIEW_ON_BLOCKER and packet.worst_severity == Severity.BLOCKER.value:
         return SecondReview.Rule.BLOCKER
-    draw = quality.sample_draw(f"review:{review.pk}", salt=settings.AUDIT_SAMPLE_SALT)
-    if draw < settings.SECOND_REVIEW_RATE:
+    if quality.sample_draw(draw_key, salt=settings.AUDIT_SAMPLE_SALT) < settings.SECOND_REVIEW_RATE:
         return SecondReview.Rule.RANDOM
     return ""
 
 
-def second_review_consider(*, review: Review, packet: ReviewPacket) -> SecondReview | None:
-    rule = second_review_rule(review=review, packet=packet)
-    if not rule:
-        return None
+def second_review_open(
+    *,
+    rule: str,
+    document: Document,
+    first_by: Any,
+    first: Segmentation,
+    packet: ReviewPacket | None = None,
+    review: Review | None = None,
+    audit: AuditSample | None = None,
+) -> SecondReview:
+    """Ask for an independent second answer to ``first`` (call in the first answer's
+    transaction). Until it ends, the document's labels are hidden from everyone but the
+    first decider and Admins (review.visibility)."""
     return SecondReview.objects.create(
+        kind=SecondReview.Kind.AUDIT if audit is not None else SecondReview.Kind.DECISION,
+        document=document,
         packet=packet,
         first_review=review,
+        audit=audit,
+        first_by=first_by,
         rule=rule,
-        first_type=review.ground_truth.dominant_type,
+        first_type=_dominant(first),
+        first_segments=segmentation_json(first),
     )
 
 
+def _dominant(segments: Segmentation) -> str:
+    """The type with the most pages (the first one on a tie)."""
+    pages: dict[str, int] = {}
+    for start, end, doc_type in segments:
+        pages[doc_type.value] = pages.get(doc_type.value, 0) + end - start + 1
+    order = [t.value for _, _, t in segments]
+    return max(order, key=lambda t: (pages[t], -order.index(t))) if order else ""
+
+
+def _run_of(second: SecondReview) -> Any:
+    if second.audit_id is not None:
+        return second.audit.run  # type: ignore[union-attr]
+    return second.packet.run if second.packet_id is not None else None  # type: ignore[union-attr]
+
+
+def _machine_words(second: SecondReview) -> str:
+    truth = second.audit.accepted_truth if second.audit_id else None  # type: ignore[union-attr]
+    return segmentation_words(segmentation_of(truth.classification)) if truth else ""
+
+
 def second_review_submit(
-    *, second_id: int, reviewer: Any, doc_type: DocType, note: str = ""
+    *, second_id: int, reviewer: Any, segments: Segmentation, note: str = ""
 ) -> SecondReview:
-    """A second reviewer's independent answer. Agreement makes the decision final; a
-    disagreement waits for adjudication. The first reviewer may not review twice."""
+    """A second reviewer's independent answer. Agreement settles the ground truth (a
+    clinician's decision becomes final; an auditor's answer is recorded as the corrected,
+    final version); a disagreement waits for adjudication. The first decider may not answer
+    twice."""
+    found = SecondReview.objects.select_related("audit__run", "document").get(pk=second_id)
+    first = segmentation_from_json(found.first_segments)
+    agrees = segmentations_agree(first, segments)
+    fields = (
+        segmentation_fields(run=_run_of(found), document=found.document, segments=first)
+        if agrees and found.kind == SecondReview.Kind.AUDIT
+        else []
+    )
     with transaction.atomic():
         second = (
             SecondReview.objects.select_for_update(of=("self",))
-            .select_related("first_review")
+            .select_related("first_review__ground_truth", "audit__accepted_truth", "document")
             .get(pk=second_id)
         )
         if second.status != SecondReview.Status.AWAITING:
             raise ReviewRefused("This decision already has its second review.")
-        if second.first_review.reviewer_id == reviewer.pk:
+        if second.first_by_id == reviewer.pk:
             raise ReviewRefused("A second review must come from a different reviewer.")
-        agrees = doc_type.value == second.first_type
         second.second_reviewer = reviewer
-        second.second_type = doc_type.value
+        second.second_segments = segmentation_json(segments)
+        second.second_type = _dominant(segments)
         second.second_note = note
         second.second_at = timezone.now()
-        second.status = SecondReview.Status.AGREED if agrees else SecondReview.Status.ADJUDICATION
+        if agrees:
+            second.status = SecondReview.Status.AGREED
+            second.final_segments = second.first_segments
+            second.final_type = second.first_type
+            second.final_truth = _settle(second, first, fields=fields, by=reviewer, note="")
+            if second.audit_id is not None:
+                AuditSample.objects.filter(pk=second.audit_id).update(
+                    verdict=AuditSample.Verdict.ERROR
+                )
+        else:
+            second.status = SecondReview.Status.ADJUDICATION
         second.save()
         audit_record(
             user=reviewer,
             action=AuditEvent.Action.SECOND_REVIEWED,
             obj=second,
             detail={
-                "packet": second.packet_id,
-                "first_type": second.first_type,
-                "second_type": doc_type.value,
+                "kind": second.kind,
+                "document": str(second.document_id),
+                "first": second.first_segments,
+                "second": second.second_segments,
                 "agrees": agrees,
             },
         )
     return second
 
 
-def adjudicate(*, second_id: int, user: Any, doc_type: DocType, note: str = "") -> SecondReview:
-    """A third person settles a disagreement. If the final type differs from the standing
-    ground truth, a corrected version is recorded; either way the ground truth is final."""
-    found = SecondReview.objects.select_related("packet__run", "packet__document").get(pk=second_id)
-    current = (
-        GroundTruth.objects.filter(document=found.packet.document).order_by("-version").first()
+def _settle(
+    second: SecondReview, final: Segmentation, *, fields: list[Any], by: Any, note: str
+) -> GroundTruth | None:
+    """Make ``final`` the document's final ground truth: the standing version when it holds
+    ``final`` already (it becomes final), else a corrected version. Inside a transaction."""
+    latest = GroundTruth.objects.latest_locked(second.document)
+    if latest is not None and segmentations_agree(segmentation_of(latest.classification), final):
+        ground_truth_settle(latest)
+        return latest
+    if second.kind == SecondReview.Kind.AUDIT and second.status == SecondReview.Status.AGREED:
+        machine = _machine_words(second)
+        reason = f"Audit, confirmed by a second review: {segmentation_words(final)}, not {machine}"
+        reviewer = second.first_by
+    else:
+        first = segmentation_words(segmentation_from_json(second.first_segments))
+        reason = f"Adjudicated: {segmentation_words(final)}, not {first}"
+        reviewer = by
+    truth = segmentation_truth(
+        run=_run_of(second),
+        document=second.document,
+        segments=final,
+        fields=fields,
+        reviewer=reviewer,
+        reason=reason,
+        note=note,
+    )
+    if second.audit_id is not None:
+        AuditSample.objects.filter(pk=second.audit_id).update(correction=truth)
+    return truth
+
+
+def adjudicate(
+    *, second_id: int, user: Any, segments: Segmentation, note: str = ""
+) -> SecondReview:
+    """A third person settles a disagreement, seeing both answers. The final segmentation
+    becomes the final ground truth (the standing version, or a corrected one)."""
+    found = SecondReview.objects.select_related("audit__run", "packet__run", "document").get(
+        pk=second_id
+    )
+    current = GroundTruth.objects.filter(document=found.document).order_by("-version").first()
+    same = current is not None and segmentations_agree(
+        segmentation_of(current.classification), segments
     )
     fields = (
-        retype_fields(run=found.packet.run, document=found.packet.document, doc_type=doc_type)
-        if current is None or current.dominant_type != doc_type.value
-        else []
+        []
+        if same
+        else segmentation_fields(run=_run_of(found), document=found.document, segments=segments)
     )
     with transaction.atomic():
         second = (
             SecondReview.objects.select_for_update(of=("self",))
-            .select_related("first_review", "packet__run", "packet__document")
+            .select_related("audit__accepted_truth", "packet__run", "document")
             .get(pk=second_id)
         )
         if second.status != SecondReview.Status.ADJUDICATION:
             raise ReviewRefused("This decision is not waiting for adjudication.")
-        if user.pk in (second.first_review.reviewer_id, second.second_reviewer_id):
+        if user.pk in (second.first_by_id, second.second_reviewer_id):
             raise ReviewRefused("Adjudication must come from someone other than both reviewers.")
-        packet = second.packet
-        latest = GroundTruth.objects.latest_locked(packet.document)
-        final_truth = latest
-        if latest is None or latest.dominant_type != doc_type.value:
-            first = DISPLAY_NAMES.get(second.first_type, second.first_type)
-            final_truth = retype_truth(
-                run=packet.run,
-                document=packet.document,
-                doc_type=doc_type,
-                fields=fields,
-                reviewer=user,
-                reason=f"Adjudicated: {DISPLAY_NAMES[doc_type]}, not {first}",
-                note=note,
-            )
         second.adjudicator = user
-        second.final_type = doc_type.value
+        second.final_segments = segmentation_json(segments)
+        second.final_type = _dominant(segments)
         second.adjudication_note = note
         second.adjudicated_at = timezone.now()
-        second.final_truth = final_truth
+        second.final_truth = _settle(second, segments, fields=fields, by=user, note=note)
         second.status = SecondReview.Status.ADJUDICATED
         second.save()
+        if second.audit_id is not None:
+            machine = segmentation_of(second.audit.accepted_truth.classification)  # type: ignore[union-attr]
+            AuditSample.objects.filter(pk=second.audit_id).update(
+                verdict=AuditSample.Verdict.OVERTURNED
+                if segmentations_agree(machine, segments)
+                else AuditSample.Verdict.ERROR
+            )
         audit_record(
             user=user,
             action=AuditEvent.Action.ADJUDICATED,
             obj=second,
             detail={
-                "packet": packet.pk,
-                "first_type": second.first_type,
-                "second_type": second.second_type,
-                "final_type": doc_type.value,
-                "ground_truth": final_truth.pk if final_truth else None,
+                "kind": second.kind,
+                "document": str(second.document_id),
+                "first": second.first_segments,
+                "second": second.second_segments,
+                "final": second.final_segments,
+                "ground_truth": second.final_truth.pk if second.final_truth else None,
             },
         )
     return second

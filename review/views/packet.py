@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -22,19 +23,22 @@ from documents.sandbox import SandboxFailed
 from documents.services import page_image_path
 from engine.schemas import DISPLAY_NAMES, ClassificationOutput
 from review import selectors
+from review.corrections import segmentation_json, segmentation_of, segmentation_words
 from review.forms import (
     TYPE_CHOICES,
     TYPE_KEYS,
     CorrectionForm,
     ValidateForm,
+    posted_rows,
 )
-from review.models import GroundTruth, Review, ReviewPacket, SecondReview
+from review.models import GroundTruth, Review, ReviewPacket
 from review.services import ReviewRefused
 from review.services import decisions as decide
 from review.views.common import (
     THUMBNAIL_DPI,
     get_packet_for_reviewer,
 )
+from review.visibility import label_view
 
 
 def _status_message(
@@ -90,15 +94,13 @@ def _packet_context(
 ) -> dict[str, Any]:
     output = ClassificationOutput.model_validate(packet.classification)
     workspace = selectors.packet_workspace(packet, output)
+    for page in workspace["pages"]:
+        page["image"] = reverse("review:page_image", args=[packet.pk, page["number"]])
     decisions = selectors.packet_decisions(packet)
     standing = next((d for d in decisions if d.withdrawn_at is None), None)
     second = selectors.awaiting_second_review(packet) if standing else None
-    if (
-        second is not None
-        and second.status == SecondReview.Status.AWAITING
-        and second.first_review.reviewer_id != request.user.pk
-    ):
-        # A second reviewer must not see the first decision before deciding themselves.
+    if not label_view(request.user, packet.document).human:
+        # A blind check is open: the decision is the checker's to find out, not to read.
         decisions, standing = [], None
     undo_until = standing.finished_at + timedelta(minutes=decide.UNDO_MINUTES) if standing else None
     form = correction_form or CorrectionForm.for_output(
@@ -128,6 +130,7 @@ def _packet_context(
         "truth_fields": selectors.fields_for_display(standing.ground_truth.fields)
         if standing
         else [],
+        "machine_segments": json.dumps(segmentation_json(segmentation_of(output))),
         "classified_as": DISPLAY_NAMES.get(
             output.dominant_type_overall, output.dominant_type_overall.value
         ),
@@ -188,15 +191,32 @@ def packet_validate(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
     packet = get_packet_for_reviewer(request, packet_id)
     form = ValidateForm(request.POST)
     notes = form.cleaned_data["notes"] if form.is_valid() else ""
+    # The panel's segments and types are posted with the validation: it must show the
+    # machine's answer, or the validation would record something the reviewer did not see.
+    panel = CorrectionForm(request.POST, page_count=packet.document.page_count)
+    shown = panel.correction() if posted_rows(request.POST) and panel.is_valid() else None
     try:
-        decide.review_submit(
-            packet_id=packet.pk, reviewer=request.user, correction=None, notes=notes
+        review = decide.review_submit(
+            packet_id=packet.pk, reviewer=request.user, correction=None, notes=notes, shown=shown
         )
     except ReviewRefused as refused:
-        return _refused(request, packet, refused)
-    return _after_decision(
-        request, packet, f"Validated “{packet.document.original_filename}”: ground truth recorded."
-    )
+        return _refused(request, packet, refused, panel if shown is not None else None)
+    return _after_decision(request, packet, recorded_message(review))
+
+
+def recorded_message(review: Review) -> str:
+    """What a decision recorded, in words: the type(s) and the source, and whether it is
+    final."""
+    truth = review.ground_truth
+    what = segmentation_words(segmentation_of(truth.classification))
+    name = review.packet.document.original_filename
+    if review.outcome == Review.Outcome.VALIDATED:
+        said = f"Recorded “{name}” as {what}, validated by you (the machine's answer)."
+    else:
+        said = f"Recorded “{name}” as {what}, corrected by you: {review.reason}."
+    if truth.state == GroundTruth.State.PROVISIONAL:
+        said += " Provisional until an independent second review."
+    return said
 
 
 def _checked_correction(packet: ReviewPacket, form: CorrectionForm) -> str:
@@ -248,10 +268,7 @@ def packet_correct(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
     except ReviewRefused as refused:
         return _refused(request, packet, refused, form)
     return _after_decision(
-        request,
-        packet,
-        f"Corrected “{packet.document.original_filename}”: {reason}"
-        + _fields_summary(review.ground_truth),
+        request, packet, recorded_message(review) + _fields_summary(review.ground_truth)
     )
 
 

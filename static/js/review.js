@@ -3,12 +3,20 @@
 //
 // Keys (ignored while typing in a field):
 //   V validate · C correct, then 1-5 type (Clinical Note, Pathology Report, Genomic Report,
-//   Radiology Report, Other) and Enter to save · Esc leaves correcting · S skip · U undo your last
-//   decision · N next packet · J / K next / previous issue · + / - zoom the page images.
+//   Radiology Report, Other) and Enter to save · Esc leaves correcting · R puts the machine's
+//   answer back in the panel · B a new document starts on the page in view · S skip · U undo
+//   your last decision · N next · J / K next / previous issue · + / - zoom the page images ·
+//   on an adjudication, 1 / 2 (when not correcting) take the first / second answer.
+//
+// A decision records exactly what the panel shows: #will-record says it, from the panel's
+// rows, at every change (data-action: validate, correct or record; data-segments: the
+// [first, last, type] rows). V is refused while the panel shows a correction.
 (function () {
   "use strict";
 
   var TYPES = ["clinical_note", "pathology", "genomic", "radiology", "other"];
+  var NAMES = {clinical_note: "Clinical Note", pathology: "Pathology Report",
+    genomic: "Genomic Report", radiology: "Radiology Report", other: "Other"};
   var ZOOMS = [50, 75, 100, 125, 150, 200, 300];
 
   function one(selector, root) { return (root || document).querySelector(selector); }
@@ -137,7 +145,92 @@
       if (input) input.placeholder = ((pagesOf[type] || 0) / (pageCount || 1)).toFixed(2);
     });
     refreshKeys();
+    summarise();
     form.dispatchEvent(new CustomEvent("correction-changed", {bubbles: true}));
+  }
+
+  // What saving would record, said at once from the panel's rows (the server's preview adds
+  // the reason and the fields a moment later).
+  function panelSegments() {
+    var list = rows().sort(function (a, b) { return startOf(a) - startOf(b); });
+    return list.map(function (row, index) {
+      var next = list[index + 1];
+      return [startOf(row), next ? startOf(next) - 1 : pageCount, one(".seg-type", row).value];
+    });
+  }
+  function words(segments) {
+    if (segments.length === 1) return NAMES[segments[0][2]] || segments[0][2];
+    return segments.map(function (s) {
+      return (s[0] === s[1] ? "page " + s[0] : "pages " + s[0] + "\u2013" + s[1]) + " " +
+        (NAMES[s[2]] || s[2]);
+    }).join("; ");
+  }
+  var machine = form && form.dataset.machine ? JSON.parse(form.dataset.machine) : null;
+  function shows(segments) {
+    if (segments.some(function (s) { return !s[2] || !s[0]; })) return "";
+    if (!machine) return "record";
+    return JSON.stringify(segments) === JSON.stringify(machine) ? "validate" : "correct";
+  }
+  function summarise() {
+    var out = one("#will-record");
+    if (!out) return;
+    var segments = panelSegments();
+    var action = shows(segments);
+    out.dataset.action = action;
+    out.dataset.segments = JSON.stringify(segments);
+    if (!action) out.textContent = "Choose a type for every document.";
+    else if (action === "validate") out.textContent = "V records: " + words(segments) + ", validated (the machine's answer).";
+    else if (action === "correct") out.textContent = "Enter records: " + words(segments) + ", corrected by you.";
+    else out.textContent = "Enter records: " + words(segments) + ".";
+  }
+  function say(text) {
+    var status = one("#packet-status") || one("#check-status");
+    if (!status) return;
+    status.className = "message error";
+    status.setAttribute("role", "alert");
+    status.textContent = text;
+  }
+  function restoreMachine() {
+    if (!machine || !form) return;
+    rows().forEach(function (row) { row.remove(); });
+    machine.forEach(function (s, index) {
+      var row = one("#segment-row-template").content.firstElementChild.cloneNode(true);
+      one(".seg-start", row).value = s[0];
+      one(".seg-type", row).value = s[2];
+      if (index === 0) {
+        one(".seg-start", row).readOnly = true;
+        var remove = one(".seg-remove", row);
+        if (remove) remove.remove();
+      }
+      one("#segment-rows").appendChild(row);
+    });
+    activate(rows()[0]);
+    changed();
+  }
+  function take(pairs) {
+    rows().forEach(function (row) { row.remove(); });
+    pairs.forEach(function (pair, index) {
+      var row = one("#segment-row-template").content.firstElementChild.cloneNode(true);
+      one(".seg-start", row).value = pair[0];
+      one(".seg-type", row).value = pair[1];
+      if (index === 0) {
+        one(".seg-start", row).readOnly = true;
+        var remove = one(".seg-remove", row);
+        if (remove) remove.remove();
+      }
+      one("#segment-rows").appendChild(row);
+    });
+    activate(rows()[0]);
+    changed();
+  }
+  function pageInView() {
+    if (!pages) return 0;
+    var top = pages.getBoundingClientRect().top;
+    var best = 0;
+    all(".page", pages).forEach(function (page) {
+      if (page.getBoundingClientRect().top - top <= 40) best = parseInt(page.dataset.page, 10);
+    });
+    return best || 1;
   }
 
   function startCorrecting() {
@@ -187,7 +280,11 @@
     form.addEventListener("change", function (event) {
       if (event.target.closest("[data-row]") || /^share_|^dominant_type$|^present$/.test(event.target.name)) changed();
     });
+    form.addEventListener("input", function (event) {
+      if (event.target.closest("[data-row]")) summarise();
+    });
     refreshKeys();
+    summarise();
     // A new preview (what saving would record) is brought into view inside the panel.
     form.addEventListener("htmx:afterSwap", function (event) {
       if (event.target.id === "correction-preview") event.target.scrollIntoView({block: "nearest"});
@@ -195,6 +292,9 @@
   }
   all("[data-split]").forEach(function (button) {
     button.addEventListener("click", function () { split(parseInt(button.dataset.split, 10)); });
+  });
+  all("[data-take]").forEach(function (button) {
+    button.addEventListener("click", function () { take(JSON.parse(button.dataset.take)); });
   });
 
   // -- keys --------------------------------------------------------------------------------------
@@ -219,8 +319,31 @@
       if (key === "Escape") { stopCorrecting(); return; }
     }
     if (typing(target)) return;
+    var takes = all("[data-take]");
+    if (/^[12]$/.test(key) && takes.length) {
+      event.preventDefault();
+      take(JSON.parse(takes[parseInt(key, 10) - 1].dataset.take));
+      return;
+    }
     switch (key.toLowerCase()) {
-      case "v": if (press(one("#validate-button"))) event.preventDefault(); break;
+      case "v":
+        var validate = one("#validate-button");
+        if (!validate || validate.disabled) break;
+        event.preventDefault();
+        if (one("#will-record") && one("#will-record").dataset.action !== "validate") {
+          say("Nothing was recorded: the panel shows a correction. Press Enter to save it, " +
+            "or R to put the machine's answer back and validate it.");
+          break;
+        }
+        press(validate);
+        break;
+      case "r": if (machine && !form.querySelector("fieldset:disabled")) { event.preventDefault(); restoreMachine(); } break;
+      case "b":
+        if (form && !form.querySelector("fieldset:disabled") && one("[data-split]")) {
+          var page = pageInView();
+          if (page > 1) { event.preventDefault(); split(page); }
+        }
+        break;
       case "c": if (startCorrecting()) event.preventDefault(); break;
       case "s": if (press(one("#skip-button"))) event.preventDefault(); break;
       case "u":
