@@ -29,9 +29,14 @@ from reliability.extraction import ProcessingOptions
 from reliability.models import Extraction, Run
 from review.models import ReviewPacket
 from review.selectors import current_ground_truth
+from review.visibility import label_view
 
 router = Router(tags=["documents"])
 ADD_PERMISSION = "documents.add_document"
+HELD_BACK = (
+    "The result is held back while an independent check of this document (a blind audit or a "
+    "second review) is open. Ask again later."
+)
 DUPLICATE_OF_OTHER = (
     "This exact file was already submitted by another account. Results are not shared "
     "between accounts: ask an administrator if you need this document's result."
@@ -159,6 +164,8 @@ def result(request: HttpRequest, document_id: UUID, history: bool = False) -> di
             message=f"The result is not ready: the document is {state}.",
             extra={"state": state},
         )
+    if not label_view(request.user, document).everything:
+        raise Refused(status=409, message=HELD_BACK, extra={"state": "checking"})
     truth = current_ground_truth(document)
     packet = ReviewPacket.objects.filter(run=run).first()
     classification = truth.classification if truth else (packet.classification if packet else {})

@@ -13,6 +13,7 @@ from django.http.response import HttpResponseBase
 from ninja import Router
 
 from api.access import own_document, processing_status
+from api.documents import HELD_BACK
 from api.schemas import Error
 from core.errors import Refused
 from documents.models import Document
@@ -20,6 +21,7 @@ from engine.schemas import DOC_TYPES
 from review.exports import CONTENT_TYPES, FORMATS, ExportFilter, export_response
 from review.models import GroundTruth
 from review.selectors import ground_truth_selection
+from review.visibility import label_view
 
 router = Router(tags=["ground truth"])
 DOCUMENT_TYPES = [t.value for t in DOC_TYPES]
@@ -108,6 +110,8 @@ def document_fhir(
             raise Refused(status=404, message="No such document for this token.")
     else:
         document = own_document(request, document_id)
+    if not label_view(request.user, document).everything:
+        raise Refused(status=409, message=HELD_BACK, extra={"state": "checking"})
     records = ground_truth_selection(all_versions=all_versions).filter(document=document)
     if not records.exists():
         state = processing_status(document)[0]

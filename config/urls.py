@@ -15,6 +15,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from api.urls import urls as api_urls
+from documents import urls as documents_urls
 from integrations.sso import VettedLoginView, admin_login
 from reliability import urls as reliability_urls
 from review import urls as review_urls
@@ -73,7 +74,10 @@ urlpatterns = [
     path("oidc/", include("integrations.urls")),
     path("admin/login/", login_not_required(admin_login)),
     path("admin/", admin.site.urls),
-    path("documents/", include("documents.urls")),
+    path(
+        "documents/",
+        include(([*documents_urls.urlpatterns, *review_urls.document_pages], "documents")),
+    ),
     path(
         "runs/",
         include(([*reliability_urls.urlpatterns, *review_urls.run_pages], "reliability")),

@@ -398,7 +398,8 @@ def segmentation_words(segments: Segmentation) -> str:
     the ranges); one document is named by its type alone."""
     if len(segments) == 1:
         return DISPLAY_NAMES[segments[0][2]]
-    return "; ".join(
+    said = "; ".join(
         f"pages {a}\u2013{b} {DISPLAY_NAMES[t]}" if a != b else f"page {a} {DISPLAY_NAMES[t]}"
         for a, b, t in segments
-    ).capitalize()
+    )
+    return said[:1].upper() + said[1:]

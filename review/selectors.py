@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import (
     Avg,
+    BooleanField,
     Count,
     DurationField,
     Exists,
@@ -19,7 +20,9 @@ from django.db.models import (
     OuterRef,
     Q,
     QuerySet,
+    Subquery,
     Sum,
+    Value,
 )
 from django.utils import timezone
 
@@ -32,6 +35,7 @@ from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput
 from reliability import llm_runtime
 from reliability.extraction import packs
 from reliability.models import Attempt, Extraction, Run
+from review import visibility
 from review.corrections import (
     extraction_record,
     page_types,
@@ -273,6 +277,38 @@ def packet_workspace(packet: ReviewPacket, output: ClassificationOutput) -> dict
         # such a document on its text, where the evidence is marked.
         "text_first": not is_pdf or (bool(wanted) and not any(boxes.values())),
     }
+
+
+def documents_with_outcome(*, user: Any, status: str = "", search: str = "") -> QuerySet[Document]:
+    """Documents, newest first, each annotated in the same query with its latest run's status
+    and decision, its current ground truth's type, source and state, its latest packet, and
+    whether ``user`` is blind to its labels (review.visibility)."""
+    run = Run.objects.filter(document=OuterRef("pk")).order_by("-created_at")
+    truth = GroundTruth.objects.filter(document=OuterRef("pk"), superseded_by__isnull=True)
+    packet = ReviewPacket.objects.filter(document=OuterRef("pk")).order_by("-created_at")
+    documents = (
+        Document.objects.select_related("uploaded_by")
+        .defer("options")
+        .annotate(
+            run_status=Subquery(run.values("status")[:1]),
+            run_decision=Subquery(run.values("final_decision")[:1]),
+            truth_type=Subquery(truth.values("dominant_type")[:1]),
+            truth_source=Subquery(truth.values("source")[:1]),
+            truth_state=Subquery(truth.values("state")[:1]),
+            packet_id=Subquery(packet.values("pk")[:1]),
+            packet_status=Subquery(packet.values("status")[:1]),
+            packet_type=Subquery(packet.values("dominant_type")[:1]),
+            blind=Value(False)
+            if visibility.sees_all(user)
+            else ExpressionWrapper(visibility.blind_documents(user), output_field=BooleanField()),
+        )
+        .order_by("-created_at")
+    )
+    if status in Document.Status.values:
+        documents = documents.filter(status=status)
+    if search.strip():
+        documents = documents.filter(original_filename__icontains=search.strip())
+    return documents
 
 
 def document_workspace(document: Document) -> dict[str, Any]:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from review.views import checks, packet, queue, reports, runs
+from review.views import checks, documents, packet, queue, reports, runs
 
 app_name = "review"
 
@@ -43,4 +43,10 @@ urlpatterns = [
 run_pages = [
     path("<int:run_id>/", runs.run_detail, name="run"),
     path("<int:run_id>/packet.json", runs.packet_download, name="packet"),
+]
+
+# The document list and a document's page, in the "documents" namespace under /documents/.
+document_pages = [
+    path("", documents.document_list, name="list"),
+    path("<uuid:document_id>/", documents.document_detail, name="detail"),
 ]

@@ -47,6 +47,11 @@ def media_root(settings: Any, tmp_path: Path) -> Path:
     settings.REDIS_URL = ""  # inline jobs unless a test opts into RQ
     # A deliberately weak hasher: hashing is not under test, and the default costs ~0.9 s a user.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # No blind audits unless a test asks for them: an accepted run drawn for one has its labels
+    # hidden from everyone but Admins (review.visibility), which tests of other things do not
+    # expect. The audit tests set the rates they test.
+    settings.AUDIT_DAILY_MINIMUM = False
+    settings.AUDIT_SAMPLE_RATE = 0.0
     return settings.MEDIA_ROOT
 
 

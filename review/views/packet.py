@@ -194,7 +194,11 @@ def packet_validate(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
     # The panel's segments and types are posted with the validation: it must show the
     # machine's answer, or the validation would record something the reviewer did not see.
     panel = CorrectionForm(request.POST, page_count=packet.document.page_count)
-    shown = panel.correction() if posted_rows(request.POST) and panel.is_valid() else None
+    shown = None
+    if posted_rows(request.POST):
+        if not panel.is_valid():
+            return _refused(request, packet, ReviewRefused(PANEL_DOES_NOT_HOLD), panel)
+        shown = panel.correction()
     try:
         review = decide.review_submit(
             packet_id=packet.pk, reviewer=request.user, correction=None, notes=notes, shown=shown
@@ -202,6 +206,12 @@ def packet_validate(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
     except ReviewRefused as refused:
         return _refused(request, packet, refused, panel if shown is not None else None)
     return _after_decision(request, packet, recorded_message(review))
+
+
+PANEL_DOES_NOT_HOLD = (
+    "Nothing was recorded: the panel shows segments that do not hold together (see its "
+    "messages). Mend them and save with Enter, or press R to put the machine's answer back."
+)
 
 
 def recorded_message(review: Review) -> str:

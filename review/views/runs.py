@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -14,8 +15,9 @@ from django.shortcuts import get_object_or_404, render
 from core.http import HtmxHttpRequest, require_permission
 from reliability import llm_runtime
 from reliability.models import Attempt, Issue, Run
-from review.models import ReviewPacket
+from review.models import ReviewPacket, RunComparison
 from review.serializers import packet_as_dict
+from review.visibility import label_view
 
 
 @login_required
@@ -37,7 +39,13 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     return render(
         request,
         "reliability/run.html",
-        {"run": run, "packet": packet, "circuit": circuit},
+        {
+            "run": run,
+            "packet": packet,
+            "circuit": circuit,
+            "labels": label_view(request.user, run.document),
+            "comparison": RunComparison.objects.filter(run=run).first(),
+        },
     )
 
 
@@ -47,6 +55,8 @@ def packet_download(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     packet = ReviewPacket.objects.select_related("run", "document").filter(run_id=run_id).first()
     if packet is None:
         raise Http404("This run was not escalated: it has no review packet.")
+    if not label_view(request.user, packet.document).everything:
+        raise PermissionDenied("An independent check of this document is open.")
     response = HttpResponse(
         json.dumps(packet_as_dict(packet), indent=2), content_type="application/json"
     )

@@ -166,10 +166,18 @@
     }).join("; ");
   }
   var machine = form && form.dataset.machine ? JSON.parse(form.dataset.machine) : null;
+  function mixtureEdited() {
+    // Shares typed, a dominant type chosen, a missed type marked: the panel corrects the
+    // mixture even when its segments are the machine's.
+    return all("input[name^='share_']", form).some(function (i) { return i.value.trim() !== ""; }) ||
+      all("select[name='dominant_type']", form).some(function (s) { return s.value !== ""; }) ||
+      all("input[name='present']", form).some(function (i) { return i.checked; });
+  }
   function shows(segments) {
     if (segments.some(function (s) { return !s[2] || !s[0]; })) return "";
     if (!machine) return "record";
-    return JSON.stringify(segments) === JSON.stringify(machine) ? "validate" : "correct";
+    var same = JSON.stringify(segments) === JSON.stringify(machine);
+    return same && !mixtureEdited() ? "validate" : "correct";
   }
   function summarise() {
     var out = one("#will-record");
@@ -222,6 +230,7 @@
     });
     activate(rows()[0]);
     changed();
+    startCorrecting();  // Enter records what was taken
   }
   function pageInView() {
     if (!pages) return 0;
@@ -280,9 +289,7 @@
     form.addEventListener("change", function (event) {
       if (event.target.closest("[data-row]") || /^share_|^dominant_type$|^present$/.test(event.target.name)) changed();
     });
-    form.addEventListener("input", function (event) {
-      if (event.target.closest("[data-row]")) summarise();
-    });
+    form.addEventListener("input", summarise);
     refreshKeys();
     summarise();
     // A new preview (what saving would record) is brought into view inside the panel.

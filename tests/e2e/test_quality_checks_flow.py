@@ -51,30 +51,32 @@ def test_a_disagreement_is_adjudicated_in_the_browser(browser, live_server, clin
     )
     second = SecondReview.objects.get()
 
-    # Omar, a second reviewer: the first decision is nowhere on the page.
+    # Omar, a second reviewer: the first decision is nowhere on the page. He answers by keys.
     omar = as_user(browser, live_server, "omar")
     omar.get_by_role("link", name="Quality checks").click()
     omar.locator(f"[data-second='{second.pk}'] a").click()
-    expect(omar.locator("#blind-form")).to_be_visible()
+    expect(omar.locator("#decision-form")).to_be_visible()
     expect(omar.locator("#comparison")).to_have_count(0)
     assert "Rita" not in omar.content()
-    omar.get_by_label("Pathology Report").check()
-    omar.get_by_role("button", name="Record my answer").click()
-    expect(omar.locator(".messages")).to_contain_text("disagree")
+    for key in ("c", "2", "Enter"):  # Pathology Report
+        omar.keyboard.press(key)
+    expect(omar.locator(".messages")).to_contain_text("disagrees")
+    omar.goto(f"{live_server.url}/review/second/{second.pk}/")
     expect(omar.locator("[data-answer=theirs]")).to_have_text("Radiology Report")
     expect(omar.locator("[data-status]")).to_have_text("Waiting for adjudication")
-    expect(omar.locator("#blind-form")).to_have_count(0)  # a reviewer does not adjudicate
+    expect(omar.locator("#decision-form")).to_have_count(0)  # a reviewer does not adjudicate
 
-    # Ada (Admins) made neither decision: she sees both answers and decides.
+    # Ada (Admins) gave neither answer: she sees both, side by side, and decides.
     ada = as_user(browser, live_server, "ada")
     ada.goto(f"{live_server.url}/review/checks/")
     ada.locator(f"[data-adjudication='{second.pk}'] a").click()
-    expect(ada.locator("[data-answer=theirs]")).to_have_text("Radiology Report")
-    expect(ada.locator("[data-answer=yours]")).to_have_text("Pathology Report")
-    ada.get_by_label("Pathology Report").check()
+    expect(ada.locator("[data-answer-index='1']")).to_contain_text("Radiology Report")
+    expect(ada.locator("[data-answer-index='2']")).to_contain_text("Pathology Report")
+    ada.keyboard.press("2")  # take Omar's answer
     ada.get_by_label("Note (optional)").fill("Gross description and diagnosis: pathology.")
-    ada.get_by_role("button", name="Adjudicate").click()
+    ada.locator("#correct-button").click()
     expect(ada.locator(".messages")).to_contain_text("Adjudicated: Pathology Report")
+    ada.goto(f"{live_server.url}/review/second/{second.pk}/")
     expect(ada.locator("[data-answer=final]")).to_have_text("Pathology Report")
 
     second.refresh_from_db()
@@ -108,11 +110,14 @@ def test_a_blind_audit_in_the_browser(browser, live_server, clinicians, settings
     rita = as_user(browser, live_server, "rita")
     rita.goto(f"{live_server.url}/review/checks/")
     rita.locator(f"[data-audit='{sample.pk}'] a").click()
-    expect(rita.locator("#blind-form")).to_be_visible()
+    expect(rita.locator("#decision-form")).to_be_visible()
     expect(rita.locator("#comparison")).to_have_count(0)
-    rita.get_by_label("Radiology Report").check()
-    rita.get_by_role("button", name="Record my answer").click()
+    for key in ("c", "4", "Enter"):  # Radiology Report
+        rita.keyboard.press(key)
+    expect(rita.locator(".messages")).to_contain_text("disagrees with the accepted answer")
+    rita.goto(f"{live_server.url}/review/audits/{sample.pk}/")
     expect(rita.locator("[data-agrees]")).to_have_text("Disagree")
     expect(rita.locator("[data-answer=theirs]")).to_contain_text("Pathology Report")
     sample.refresh_from_db()
-    assert sample.agrees is False and sample.correction.dominant_type == "radiology"
+    assert sample.agrees is False and sample.correction is None  # checked first
+    assert SecondReview.objects.get().audit == sample

@@ -86,7 +86,7 @@ def test_next_then_v_validates_and_the_export_row_names_the_reviewer(
     expect(page.locator(".pages .mark.current").first).to_be_visible()
     assert keys(page, "v") == 1
     page.wait_for_url(f"{live_server.url}/review/")
-    expect(page.locator(".messages")).to_contain_text("Validated")
+    expect(page.locator(".messages")).to_contain_text("as Pathology Report, validated by you")
 
     truth = GroundTruth.objects.get()
     assert (truth.source, truth.version, truth.reviewer.username) == ("SME_VALIDATED", 1, "rita")
@@ -218,7 +218,7 @@ def test_a_two_way_bundle_split_takes_three_actions(page, live_server, clinician
     log_in(page, live_server, "rita", PASSWORD)
     page.goto(packet_url(live_server, packet))
 
-    page.get_by_role("button", name="New segment from page 4").click()
+    page.get_by_role("button", name="New document from page 4").click()
     actions = 1 + keys(page, "3")
     expect(page.locator("#correction-preview")).to_contain_text("Split pages 1-7")
     expect(page.locator("#correction-preview")).to_contain_text("extracted again")

@@ -123,7 +123,9 @@ def test_a_missing_file_and_a_bad_file_are_refused(live_server, token):
     assert status == 400 and body["code"] == "not_pdf"
 
 
-def test_submit_poll_and_fetch_the_result_with_loop_history(live_server, token):
+def test_submit_poll_and_fetch_the_result_with_loop_history(live_server, token, settings):
+    settings.AUDIT_DAILY_MINIMUM = False  # not drawn for a blind audit: the result is shown
+    settings.AUDIT_SAMPLE_RATE = 0.0
     status, body = call(
         f"{live_server.url}/api/v1/documents/",
         token=token,
