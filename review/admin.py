@@ -28,7 +28,11 @@ from review.roles import (
 
 
 @admin.register(ReviewPacket)
-class ReviewPacketAdmin(admin.ModelAdmin):
+class ReviewPacketAdmin(ReadOnlyAdmin):
+    """Read-only, like every history model here, even for superusers: a packet's status,
+    lock and history change only through the review services (which append to the history
+    and to ground truth); a lock that is not released expires by itself."""
+
     list_display = (
         "pk",
         "document",
@@ -42,7 +46,10 @@ class ReviewPacketAdmin(admin.ModelAdmin):
     list_filter = ("status", "dominant_type", "worst_severity")
     search_fields = ("document__original_filename",)
     list_select_related = ("document", "locked_by")
-    readonly_fields = (
+    fields = (
+        "status",
+        "locked_by",
+        "lock_expires_at",
         "run",
         "document",
         "priority",
@@ -58,7 +65,6 @@ class ReviewPacketAdmin(admin.ModelAdmin):
         "created_at",
         "updated_at",
     )
-    fields = ("status", "locked_by", "lock_expires_at", *readonly_fields)
 
 
 @admin.register(Review)

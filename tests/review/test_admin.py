@@ -5,13 +5,21 @@ users, never superusers nor rights beyond the role."""
 from __future__ import annotations
 
 import pytest
+from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
-from django.test import Client
+from django.test import Client, RequestFactory
 from django.urls import reverse
 from django.utils import timezone
 
-from review.models import AuditEvent
+from review.models import (
+    AuditEvent,
+    AuditSample,
+    GroundTruth,
+    Review,
+    ReviewPacket,
+    SecondReview,
+)
 from review.roles import ADMINS, REVIEWERS
 from tests.conftest import PASSWORD
 from tests.review.conftest import make_packet
@@ -35,9 +43,12 @@ READ_ONLY = [
     "reliability_run",
     "reliability_attempt",
     "reliability_issue",
+    "review_reviewpacket",
     "review_review",
     "review_groundtruth",
     "review_auditevent",
+    "review_auditsample",
+    "review_secondreview",
 ]
 
 
@@ -382,3 +393,74 @@ def test_a_superuser_keeps_full_power_over_users_and_groups(
     )
     assert response.status_code == 302
     assert admins.permissions.filter(pk=delete_user.pk).exists()
+
+
+# -- history is never edited in Django admin, not even by a superuser ---------------------------
+
+HISTORY = [ReviewPacket, Review, GroundTruth, AuditSample, SecondReview, AuditEvent]
+
+
+def test_no_admin_page_or_inline_lets_a_superuser_change_history(superuser):
+    request = RequestFactory().get("/admin/")
+    request.user = superuser
+    assert set(HISTORY) <= set(admin.site._registry)
+    shown = []
+    for model, model_admin in admin.site._registry.items():
+        pages = [model_admin] if model in HISTORY else []
+        for inline_class in model_admin.inlines:
+            inline = inline_class(model, admin.site)
+            if inline.model in HISTORY:
+                pages.append(inline)
+        for page in pages:
+            shown.append(page)
+            add = (
+                page.has_add_permission(request, None)
+                if isinstance(page, admin.options.InlineModelAdmin)
+                else page.has_add_permission(request)
+            )
+            assert not add, page
+            assert not page.has_change_permission(request, None), page
+            assert not page.has_delete_permission(request, None), page
+    assert len(shown) >= len(HISTORY)
+
+
+@pytest.fixture
+def history(settings, reviewer):
+    """One row of each history model, made by the review services."""
+    from tests.review.test_quality_checks import accept, correct
+
+    settings.AUDIT_SAMPLE_RATE = 1.0
+    settings.SECOND_REVIEW_ON_CORRECTION = True
+    accept(1)
+    correct(make_packet(sha="e"), reviewer)
+    rows = {model: model.objects.order_by("pk").first() for model in HISTORY}
+    assert all(rows.values()), rows
+    return rows
+
+
+def snapshot():
+    return {model: list(model.objects.order_by("pk").values()) for model in HISTORY}
+
+
+def test_a_superuser_cannot_change_or_delete_history_in_the_admin(superuser_client, history):
+    before = snapshot()
+    for model, row in history.items():
+        name = f"admin:{model._meta.app_label}_{model._meta.model_name}"
+        page = superuser_client.get(reverse(f"{name}_change", args=[row.pk]))
+        assert page.status_code == 200 and 'name="_save"' not in page.content.decode(), model
+        data = {"status": "decided", "locked_by": "", "version": 99, "dominant_type": "other"}
+        changed = superuser_client.post(reverse(f"{name}_change", args=[row.pk]), data)
+        assert changed.status_code == 403, model
+        deleted = superuser_client.post(reverse(f"{name}_delete", args=[row.pk]), {"post": "yes"})
+        assert deleted.status_code == 403, model
+        superuser_client.post(
+            reverse(f"{name}_changelist"),
+            {"action": "delete_selected", "_selected_action": [row.pk], "post": "yes"},
+        )
+    # Nor through what it hangs on: deleting the document would take its history with it.
+    document = history[GroundTruth].document
+    response = superuser_client.post(
+        reverse("admin:documents_document_delete", args=[document.pk]), {"post": "yes"}
+    )
+    assert response.status_code == 403
+    assert snapshot() == before
