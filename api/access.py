@@ -1,8 +1,10 @@
-"""What a token may read: the documents its user submitted (every document only with the
-Admins role's permissions, never through staff status alone), and where each stands."""
+"""What a token may read: the documents its user submitted, or every document when its user
+may_read_all (the Admins role's permission; staff status alone adds nothing), and where each
+stands. Every document read in the API goes through here."""
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
 from django.http import HttpRequest
@@ -11,10 +13,23 @@ from core.errors import Refused
 from documents.models import Document
 from reliability.models import Run
 
+# The Admins role's permission that opens the whole corpus: the one that exports every
+# document's ground truth (review.roles.ROLE_PERMISSIONS), so what a token may read and what
+# it may export never part ways.
+READ_ALL_PERMISSION = "review.export_ground_truth"
+
+
+def may_read_all(user: Any) -> bool:
+    """Whether the user reads every document, not only the ones it submitted. A role's
+    permission decides, never is_staff: staff status is for Django admin."""
+    return bool(user.has_perm(READ_ALL_PERMISSION))
+
 
 def own_document(request: HttpRequest, document_id: UUID) -> Document:
+    """A document this token's user may read (see may_read_all); 404 for any other, so an
+    id of someone else's document reads like an unknown one."""
     documents = Document.objects.all()
-    if not request.user.is_staff:
+    if not may_read_all(request.user):
         documents = documents.filter(uploaded_by_id=request.user.pk)
     document = documents.filter(pk=document_id).first()
     if document is None:

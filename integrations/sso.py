@@ -7,8 +7,10 @@ What Vetted adds to the library:
   working while the provider is down);
 - the ID token's issuer and audience are checked (the library checks signature and nonce),
   and the userinfo answer must be about the same subject;
-- users are matched by the provider's stable subject (an existing local account is linked
-  once, by a verified email address);
+- users are matched by the provider's stable subject; an existing local account is linked
+  once by email, only when the provider says the address is verified (``email_verified`` is
+  JSON ``true``, nothing else), and never a superuser's account: a superuser signs in with
+  its password, never through the provider (docs/security.md);
 - the groups claim decides the role at every sign-in: Reviewers, Admins (with staff status),
   both, or none, in which case the sign-in is refused with a message.
 """
@@ -59,6 +61,7 @@ FAILURES = {
     "rejected": "Single sign-on did not complete: the answer from {provider} could not be "
     "trusted. Try again; if it keeps failing, tell an administrator.",
     "cancelled": "Single sign-on was cancelled or refused at {provider}.",
+    "local_only": "This account signs in with its password, not through {provider}.",
 }
 _discovered: dict[str, dict[str, Any]] = {}
 
@@ -193,17 +196,28 @@ class VettedOIDCBackend(OIDCAuthenticationBackend):
         return True
 
     def filter_users_by_claims(self, claims: dict[str, Any]) -> Any:
+        """The account this identity signs in to: the one linked to its subject, else an
+        unlinked local account with the same email, only if the provider vouches for the
+        address and never a superuser's; none means a new account (the library's
+        create_user)."""
         identity = (
             SsoIdentity.objects.select_related("user")
             .filter(issuer=self.issuer, subject=str(claims["sub"]))
             .first()
         )
         if identity is not None:
+            if identity.user.is_superuser:
+                # Linked before this rule, or promoted since: superuser power never rides on
+                # the provider's word.
+                _fail(self.request, "local_only")
+                raise SuspiciousOperation("A superuser's account signs in with its password.")
             return [identity.user]
         email = claims.get("email")
-        if email and claims.get("email_verified", True) is not False:
-            # Link an existing local account once, by its (verified) email address.
-            return self.UserModel.objects.filter(email__iexact=email, sso_identity__isnull=True)
+        # Exactly JSON true: a missing claim, "true", 1 and the like vouch for nothing.
+        if email and claims.get("email_verified") is True:
+            return self.UserModel.objects.filter(
+                email__iexact=email, sso_identity__isnull=True, is_superuser=False
+            )
         return self.UserModel.objects.none()
 
     def _username(self, claims: dict[str, Any]) -> str:
@@ -225,7 +239,7 @@ class VettedOIDCBackend(OIDCAuthenticationBackend):
         user.first_name = (claims.get("given_name") or user.first_name)[:150]
         user.last_name = (claims.get("family_name") or user.last_name)[:150]
         roles = roles_for(claims)
-        user.is_staff = ADMINS in roles or user.is_superuser
+        user.is_staff = ADMINS in roles  # never a superuser here: filter_users_by_claims
         user.save()
         groups = ensure_roles()
         user.groups.remove(*[g for name, g in groups.items() if name not in roles])

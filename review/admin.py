@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
-from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, Permission
 from django.http import HttpRequest
 
 from core.admin import ReadOnlyAdmin
@@ -16,10 +18,21 @@ from review.models import (
     ReviewPacket,
     SecondReview,
 )
+from review.roles import (
+    ROLE_PERMISSIONS,
+    grantable_groups,
+    group_beyond_ceiling,
+    group_ceiling,
+    holds_beyond_admins,
+)
 
 
 @admin.register(ReviewPacket)
-class ReviewPacketAdmin(admin.ModelAdmin):
+class ReviewPacketAdmin(ReadOnlyAdmin):
+    """Read-only, like every history model here, even for superusers: a packet's status,
+    lock and history change only through the review services (which append to the history
+    and to ground truth); a lock that is not released expires by itself."""
+
     list_display = (
         "pk",
         "document",
@@ -33,7 +46,10 @@ class ReviewPacketAdmin(admin.ModelAdmin):
     list_filter = ("status", "dominant_type", "worst_severity")
     search_fields = ("document__original_filename",)
     list_select_related = ("document", "locked_by")
-    readonly_fields = (
+    fields = (
+        "status",
+        "locked_by",
+        "lock_expires_at",
         "run",
         "document",
         "priority",
@@ -49,7 +65,6 @@ class ReviewPacketAdmin(admin.ModelAdmin):
         "created_at",
         "updated_at",
     )
-    fields = ("status", "locked_by", "lock_expires_at", *readonly_fields)
 
 
 @admin.register(Review)
@@ -112,17 +127,78 @@ class SecondReviewAdmin(ReadOnlyAdmin):
 
 
 class GuardedUserAdmin(UserAdmin):
-    """Admins (staff, not superusers) manage users, but cannot make anyone a superuser or hand
-    out single permissions: roles are given through the groups."""
+    """Admins (staff, not superusers) manage ordinary users: accounts holding nothing beyond
+    the Admins role. They give roles through the groups, and only groups within that role; an
+    account holding more (a superuser above all) they may see but not change, reset, deactivate
+    or delete, and no one becomes a superuser or gets single permissions by their hand.
+    Superusers keep Django's full user admin."""
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if obj is not None and _limited(request) and holds_beyond_admins(obj):
+            return False  # changing it, its password included, would be a way up
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Django's bulk delete asks this for every selected account: one refused, none deleted.
+        if obj is not None and _limited(request) and holds_beyond_admins(obj):
+            return False
+        return super().has_delete_permission(request, obj)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = tuple(super().get_readonly_fields(request, obj))
-        if getattr(request.user, "is_superuser", False):
+        if not _limited(request):
             return fields
         return (*fields, "is_superuser", "user_permissions")
 
+    def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "groups" and _limited(request):
+            kwargs["queryset"] = grantable_groups()  # another group is "not a valid choice"
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+
+class GuardedGroupAdmin(GroupAdmin):
+    """Whoever edits groups without being a superuser (Admins only view them, unless a
+    superuser gave them more) keeps each group within its ceiling: a role group within its
+    role (review.roles.ROLE_PERMISSIONS), any other group within the Admins role. The role
+    groups keep their names and cannot be deleted by them."""
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if obj is not None and _limited(request) and group_beyond_ceiling(obj):
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        role_group = obj is not None and obj.name in ROLE_PERMISSIONS
+        if obj is not None and _limited(request) and (role_group or group_beyond_ceiling(obj)):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if obj is not None and _limited(request) and obj.name in ROLE_PERMISSIONS:
+            return (*fields, "name")
+        return fields
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change=change, **kwargs)
+        field = form.base_fields.get("permissions")
+        if _limited(request) and isinstance(field, forms.ModelMultipleChoiceField):
+            ceiling = group_ceiling(obj.name if obj is not None else None)
+            # A permission outside the ceiling is then "not one of the available choices".
+            ids = [p.pk for p in ceiling]
+            field.queryset = Permission.objects.filter(pk__in=ids).select_related("content_type")
+        return form
+
+
+def _limited(request: HttpRequest) -> bool:
+    """Everyone in Django admin but a superuser works within the Admins role."""
+    return not getattr(request.user, "is_superuser", False)
+
 
 User = get_user_model()
-if admin.site.is_registered(User):
-    admin.site.unregister(User)
-admin.site.register(User, GuardedUserAdmin)
+for model, model_admin in ((User, GuardedUserAdmin), (Group, GuardedGroupAdmin)):
+    if admin.site.is_registered(model):
+        admin.site.unregister(model)
+    admin.site.register(model, model_admin)

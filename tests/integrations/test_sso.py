@@ -155,6 +155,65 @@ def test_an_existing_local_account_is_linked_by_verified_email(
     assert django_user_model.objects.count() == 2
 
 
+MISSING = object()
+
+
+@pytest.mark.parametrize(
+    "verified",
+    [MISSING, "false", "False", 0, False, "true", 1, None],
+    ids=["missing", "'false'", "'False'", "0", "false", "'true'", "1", "null"],
+)
+def test_only_a_json_true_email_verified_links_a_local_account(
+    live_server, provider, django_user_model, verified
+):
+    local = django_user_model.objects.create_user(
+        username="rita", email="r.okafor@hospital.example", password=PASSWORD
+    )
+    if verified is MISSING:
+        provider.user.pop("email_verified")
+    else:
+        provider.user["email_verified"] = verified
+    sign_in(live_server)
+
+    # Not linked: a new account for the identity, as for an unknown email.
+    assert not SsoIdentity.objects.filter(user=local).exists()
+    new = SsoIdentity.objects.get().user
+    assert new != local and new.username == "rokafor" and not new.is_superuser
+
+
+def test_a_superusers_account_is_never_linked_by_email(live_server, provider, django_user_model):
+    root = django_user_model.objects.create_superuser(
+        username="root", email="R.Okafor@hospital.example", password=PASSWORD
+    )
+    provider.user["email_verified"] = True
+    browser, _ = sign_in(live_server)
+
+    assert not SsoIdentity.objects.filter(user=root).exists()
+    new = SsoIdentity.objects.get().user
+    assert new != root and not (new.is_superuser or new.is_staff)
+    assert [g.name for g in new.groups.all()] == [REVIEWERS]
+    # The browser holds the new account's session, not the superuser's.
+    assert browser.get(f"{live_server.url}/admin/", timeout=30).url.endswith(
+        "/admin/login/?next=/admin/"
+    )
+
+
+def test_an_identity_linked_to_a_superuser_cannot_sign_in(live_server, provider, django_user_model):
+    # Linked under the old rule, or promoted since: a superuser signs in with its password.
+    root = django_user_model.objects.create_superuser(username="root", password=PASSWORD)
+    SsoIdentity.objects.create(user=root, issuer=provider.issuer, subject=CLINICIAN["sub"])
+    browser, response = sign_in(live_server)
+
+    assert urlsplit(response.url).path == "/accounts/login/"
+    assert "signs in with its password" in response.text
+    assert browser.get(f"{live_server.url}/review/", timeout=30).url.endswith(
+        "/accounts/login/?next=/review/"
+    )
+    root.refresh_from_db()
+    assert root.is_superuser and root.is_staff and root.last_login is None
+    assert django_user_model.objects.count() == 1
+
+
 def test_an_unreachable_provider_is_explained_on_the_login_page(settings, roles):
     settings.OIDC_ENABLED = True
     settings.OIDC_RP_CLIENT_ID = "vetted"

@@ -274,3 +274,39 @@ def test_a_malformed_query_parameter_is_a_json_error(live_server, token):
     )
     status, refused = call(live_server.url + body["result_url"] + "?history=maybe", token=token)
     assert status == 400 and refused["error"].startswith("Invalid request: history:")
+
+
+def test_staff_status_adds_no_api_reads_beyond_the_role(django_user_model):
+    """Staff status is for Django admin: a staff Reviewer's token reads only what it submitted;
+    every document takes the Admins role (api.access.may_read_all)."""
+    from django.db import transaction
+    from django.test import Client
+
+    from review.roles import ADMINS, ensure_roles
+    from tests.review.test_exports import accepted
+
+    staff = lab_user(django_user_model, "sam")
+    staff.is_staff = True
+    staff.save(update_fields=["is_staff"])
+    admin = django_user_model.objects.create_user(username="ada", password="x")
+    admin.groups.add(ensure_roles()[ADMINS])
+    with transaction.atomic():  # as the services record ground truth
+        mine = accepted("pathology", sha="a").document
+        theirs = accepted("radiology", sha="b").document
+    Document.objects.filter(pk=mine.pk).update(uploaded_by=staff)
+
+    def reads(user, document):
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {api_token_create(user=user, name='t')[1]}")
+        paths = ["/", "/result/", "/fhir/"]
+        return [client.get(f"/api/v1/documents/{document.pk}{p}").status_code for p in paths]
+
+    def exported(user):
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {api_token_create(user=user, name='t')[1]}")
+        lines = client.get("/api/v1/ground-truth/", {"format": "jsonl"}).getvalue().splitlines()
+        return sorted(json.loads(line)["document_id"] for line in lines)
+
+    assert reads(staff, mine) == [200, 200, 200]
+    assert reads(staff, theirs) == [404, 404, 404]
+    assert exported(staff) == [str(mine.pk)]
+    assert reads(admin, theirs) == [200, 200, 200]
+    assert exported(admin) == sorted([str(mine.pk), str(theirs.pk)])
