@@ -16,6 +16,7 @@ from collections import Counter
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
@@ -37,7 +38,7 @@ from review.exports import (
     export_digest,
     export_write,
 )
-from review.models import GroundTruth, Review
+from review.models import AuditEvent, GroundTruth, Review, SecondReview
 from review.selectors import ground_truth_selection
 from review.serializers import EXPORT_FIELDS
 from review.services import audits
@@ -708,6 +709,87 @@ def test_every_format_marks_each_versions_state(reviewer):
 
 
 @pytest.mark.django_db
+def test_the_state_filter_and_its_defaults_on_the_page_the_command_and_the_api(
+    admin_user, tmp_path
+):
+    settled = str(accepted("pathology", sha="1", document_id=id_in("train")).document_id)
+    provisional = str(
+        accepted("radiology", sha="2", state=PROVISIONAL, document_id=id_in("train", 1)).document_id
+    )
+    page = Client()
+    page.force_login(admin_user)
+    _, key = api_token_create(user=admin_user, name="ml team")
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
+
+    def via_page(fmt: str, state: str | None) -> bytes:
+        response = page.get(reverse("review:export"), {"format": fmt, "state": state or ""})
+        assert response.status_code == 200, response.content
+        return response.getvalue()
+
+    def via_api(fmt: str, state: str | None) -> bytes:
+        params = {"format": fmt, **({"state": state} if state is not None else {})}
+        response = api.get(reverse("api:ground_truth"), params)
+        assert response.status_code == 200, response.content
+        return response.getvalue()
+
+    def via_command(fmt: str, state: str | None) -> bytes:
+        out = tmp_path / f"{fmt}-{state}-{len(list(tmp_path.iterdir()))}"
+        flags = ["--format", fmt, "--out", str(out), *(["--state", state] if state else [])]
+        call_command("export_ground_truth", *flags, stderr=io.StringIO())
+        if fmt != "hf":
+            return out.read_bytes()
+        archive = io.BytesIO()  # the folder as the page's zip, to read it the same way
+        with zipfile.ZipFile(archive, "w") as zipped:
+            for path in sorted(out.rglob("*.parquet")):
+                zipped.write(path, f"ground-truth/{path.relative_to(out)}")
+        return archive.getvalue()
+
+    both, final, only_provisional = {settled, provisional}, {settled}, {provisional}
+    expected = {
+        # Nothing asked: every state, marked, where a consumer reads it; final only where a
+        # model is trained on it.
+        None: {"jsonl": both, "csv": both, "fhir": both, "parquet": final, "hf": final},
+        "all": dict.fromkeys(("jsonl", "csv", "fhir", "parquet", "hf"), both),
+        "final": dict.fromkeys(("jsonl", "csv", "fhir", "parquet", "hf"), final),
+        "provisional": dict.fromkeys(("jsonl", "csv", "fhir", "parquet", "hf"), only_provisional),
+    }
+    for state, per_format in expected.items():
+        for fmt, documents in per_format.items():
+            for how in (via_page, via_api, via_command):
+                assert set(document_ids(fmt, how(fmt, state))) == documents, (how, fmt, state)
+
+    # The audit log names the state the export used, the default resolved.
+    AuditEvent.objects.filter(action="exported").delete()
+    via_page("parquet", None)
+    via_api("jsonl", None)
+    assert sorted(e.detail["state"] for e in AuditEvent.objects.filter(action="exported")) == [
+        "all",
+        "final",
+    ]
+    # The page, the API and the command say what the default is.
+    html = page.get(reverse("review:export")).content.decode()
+    assert 'name="state"' in html and "Parquet and the Hugging Face dataset hold final" in html
+    schema = api.get("/api/v1/openapi.json").json()
+    export = schema["paths"]["/api/v1/ground-truth/"]["get"]
+    assert "state" in {p["name"] for p in export["parameters"]}
+    assert "final labels only" in export["description"]
+    from review.management.commands.export_ground_truth import Command
+
+    state_help = next(
+        a.help for a in Command().create_parser("manage.py", "x")._actions if a.dest == "state"
+    )
+    assert "final labels only" in state_help
+
+    refused = api.get(reverse("api:ground_truth"), {"state": "settled"})
+    assert refused.status_code == 400
+    assert refused.json()["code"] == "unknown_state"
+    assert "use one of all, provisional, final" in refused.json()["error"]
+    assert page.get(reverse("review:export"), {"format": "csv", "state": "x"}).status_code == 400
+    with pytest.raises(CommandError, match="invalid choice"):
+        call_command("export_ground_truth", "--state", "settled")
+
+
+@pytest.mark.django_db
 def test_the_dataset_splits_by_document_the_same_way_every_time(reviewer, tmp_path):
     for n, sha in enumerate("0123456789abcdef"):
         first = accepted("pathology" if n % 2 else "radiology", sha=sha)
@@ -771,3 +853,84 @@ def test_the_dataset_splits_by_document_the_same_way_every_time(reviewer, tmp_pa
         for split in HF_SPLITS
         if split in splits
     ]
+
+
+# -- who sees what; filters that cannot match ------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_token_without_the_export_permission_gets_no_record_under_a_blind_check(
+    reviewer, other_reviewer, admin_user, django_user_model, settings
+):
+    settings.SITE_URL = SITE
+    settings.SECOND_REVIEW_ON_CORRECTION = True
+    settled = accepted("pathology", sha="1").document
+    under_audit = audited(accepted("radiology", sha="2"), settings).document
+    theirs = make_packet(sha="3")
+    correct(theirs, other_reviewer)  # awaits a second review: blind to all but its decider
+    mine = make_packet(sha="4")
+    correct(mine, reviewer)  # the token's own user decided it: it sees its decision
+    assert SecondReview.objects.filter(status=SecondReview.Status.AWAITING).count() == 2
+    documents = [settled.pk, under_audit.pk, theirs.document_id, mine.document_id]
+    Document.objects.filter(pk__in=documents).update(uploaded_by=reviewer)
+    _, lims_key = api_token_create(user=reviewer, name="lims")
+    _, ml_key = api_token_create(user=admin_user, name="ml team")
+    lims = Client(HTTP_AUTHORIZATION=f"Bearer {lims_key}")
+    ml = Client(HTTP_AUTHORIZATION=f"Bearer {ml_key}")
+    url = reverse("api:ground_truth")
+
+    for fmt in ("jsonl", "csv", "fhir"):
+        seen = lims.get(url, {"format": fmt, "state": "all"}).getvalue()
+        assert set(document_ids(fmt, seen)) == {str(settled.pk), str(mine.document_id)}, fmt
+        everything = ml.get(url, {"format": fmt}).getvalue()
+        assert set(document_ids(fmt, everything)) == {str(d) for d in documents}, fmt
+    rows = [json.loads(line) for line in lims.get(url, {"format": "jsonl"}).getvalue().splitlines()]
+    assert {r["document_id"]: r["state"] for r in rows} == {
+        str(settled.pk): "final",
+        str(mine.document_id): "provisional",
+    }
+    parquet = lims.get(url, {"format": "parquet", "state": "all"}).getvalue()
+    assert set(document_ids("parquet", parquet)) == {str(settled.pk), str(mine.document_id)}
+
+    hidden = lims.get(reverse("api:document_fhir", args=[under_audit.pk]))
+    assert hidden.status_code == 409 and hidden.json()["code"] == "labels_hidden"
+    assert lims.get(reverse("api:document_fhir", args=[theirs.document_id])).status_code == 409
+    assert lims.get(reverse("api:document_fhir", args=[mine.document_id])).status_code == 200
+    assert ml.get(reverse("api:document_fhir", args=[under_audit.pk])).status_code == 200
+
+    # The page asks review.visibility too: an exporter who is not an Admin gets no blind record.
+    exporter = django_user_model.objects.create_user("exporter", password="x")
+    exporter.user_permissions.add(Permission.objects.get(codename="export_ground_truth"))
+    page = Client()
+    page.force_login(exporter)
+    body = page.get(reverse("review:export"), {"format": "jsonl"}).getvalue()
+    assert set(document_ids("jsonl", body)) == {str(settled.pk)}
+    page.force_login(admin_user)
+    body = page.get(reverse("review:export"), {"format": "jsonl"}).getvalue()
+    assert set(document_ids("jsonl", body)) == {str(d) for d in documents}
+
+
+@pytest.mark.django_db
+def test_an_end_date_before_the_start_date_is_refused_not_exported_empty(admin_user):
+    accepted("pathology", sha="1")
+    page = Client()
+    page.force_login(admin_user)
+    _, key = api_token_create(user=admin_user, name="ml team")
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
+    backwards = {"format": "jsonl", "start": "2026-03-02", "end": "2026-03-01"}
+
+    refused = page.get(reverse("review:export"), backwards)
+    assert refused.status_code == 400
+    assert "The end date is before the start date." in refused.content.decode()
+    answer = api.get(reverse("api:ground_truth"), backwards)
+    assert answer.status_code == 400
+    assert answer.json() == {
+        "error": "The end date is before the start date.",
+        "code": "end_before_start",
+    }
+    with pytest.raises(CommandError, match="end date is before the start date"):
+        call_command("export_ground_truth", "--start", "2026-03-02", "--end", "2026-03-01")
+    assert not AuditEvent.objects.filter(action="exported").exists()
+    one_day = {"format": "jsonl", "start": "2026-03-01", "end": "2026-03-01"}
+    assert page.get(reverse("review:export"), one_day).status_code == 200
+    assert api.get(reverse("api:ground_truth"), one_day).status_code == 200
