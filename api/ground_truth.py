@@ -17,10 +17,17 @@ from api.documents import HELD_BACK
 from api.schemas import Error
 from core.errors import Refused
 from engine.schemas import DOC_TYPES
-from review.exports import CONTENT_TYPES, FORMATS, ExportFilter, export_response
+from review.exports import (
+    CONTENT_TYPES,
+    FORMATS,
+    STATE_DEFAULTS,
+    ExportFilter,
+    export_response,
+    export_state,
+)
 from review.models import GroundTruth
 from review.selectors import ground_truth_selection
-from review.visibility import label_view
+from review.visibility import label_view, visible_truth
 
 router = Router(tags=["ground truth"])
 DOCUMENT_TYPES = [t.value for t in DOC_TYPES]
@@ -53,7 +60,10 @@ def _export(
     summary="Export ground truth: jsonl, csv, fhir (R4 Bundle), parquet or hf (zip)",
     description="A token whose user may read every document (the Admins role's export "
     "permission) sees every record; any other token sees the records of the documents it "
-    "submitted.",
+    "submitted, less those of a document under a blind check its user takes no part in. "
+    "`state`: `all`, `final` or `provisional`; left out (or empty), the format's default. "
+    + STATE_DEFAULTS
+    + " A date filter whose end is before its start is refused (400).",
     response={200: None, 400: Error, 401: Error, 501: Error},
     openapi_extra={"responses": {"200": FILE_RESPONSE}},
 )
@@ -65,6 +75,7 @@ def ground_truth_export(
     start: date | None = None,
     end: date | None = None,
     all_versions: bool = False,
+    state: str = "",
 ) -> HttpResponseBase:
     if type and type not in DOCUMENT_TYPES:
         raise Refused(
@@ -77,12 +88,19 @@ def ground_truth_export(
             f"{', '.join(GroundTruth.Source.values)}.",
         )
     export_filter = ExportFilter(
-        start=start, end=end, source=source, doc_type=type, all_versions=all_versions
+        start=start,
+        end=end,
+        source=source,
+        doc_type=type,
+        state=export_state(state, fmt=format),
+        all_versions=all_versions,
     )
     records = export_filter.selection()
     if not may_read_all(request.user):
         records = records.filter(document__uploaded_by_id=request.user.pk)
-    return _export(request, records, fmt=format, export_filter=export_filter)
+    return _export(
+        request, visible_truth(request.user, records), fmt=format, export_filter=export_filter
+    )
 
 
 @router.get(
@@ -112,6 +130,14 @@ def document_fhir(
             status=409,
             message=f"No ground truth yet: the document is {state}.",
             extra={"state": state},
+        )
+    records = visible_truth(request.user, records)
+    if not records.exists():
+        raise Refused(
+            status=409,
+            message="Its labels are hidden while a blind check of it is open; ask again "
+            "when the check ends.",
+            code="labels_hidden",
         )
     export_filter = ExportFilter(all_versions=all_versions)
     return _export(request, records, fmt="fhir", export_filter=export_filter)

@@ -3,8 +3,15 @@
 - ``jsonl``, ``csv``: serializers.export_ground_truth (unchanged bytes);
 - ``fhir``: a FHIR R4 Bundle (review.fhir);
 - ``parquet``: the JSONL columns as one Parquet file (pyarrow, the ``datasets`` extra);
-- ``hf``: a Hugging Face ``datasets`` folder: data/train-00000-of-00001.parquet plus a README.md
-  dataset card (label set, counts per type and source, the export filter). Downloads zip it.
+- ``hf``: a Hugging Face ``datasets`` folder: data/{train,validation,test}-00000-of-00001.parquet
+  (a split by document, ``dataset_split``) plus a README.md dataset card (label set, splits,
+  counts per type, source and state, the export filter). Downloads zip it.
+
+Every row carries its version's state (``provisional`` while a check on it is open, ``final``
+once the process is done; FHIR: ``docStatus``). What an export holds by default depends on who
+reads it (``export_state``): JSONL, CSV and FHIR hand over every state, marked, so a consumer
+sees what is still under a check; Parquet and the dataset are training sets and hold final
+labels only, since a provisional label may still change.
 
 Every writer consumes an iterable of records once, in order, so the same filter gives the
 same rows in every format. JSONL, CSV and FHIR stream (``export_stream``): records come from
@@ -68,7 +75,20 @@ FILENAMES = {
     "hf": "ground-truth-hf.zip",
 }
 LABELS = [t.value for t in DOC_TYPES]  # the class-label order, fixed across exports
-HF_DATA_FILE = "data/train-00000-of-00001.parquet"
+# The dataset's splits and the share of documents (percent) each gets: see dataset_split.
+HF_SPLITS = {"train": 80, "validation": 10, "test": 10}
+# The state filter: the page, the API and the command take "all", "final" or "provisional";
+# nothing (or empty) asks for the format's default. ExportFilter.state holds the outcome:
+# "final", "provisional", or "" for every state.
+STATE_ALL = "all"
+STATE_CODES = (STATE_ALL, *GroundTruth.State.values)
+DATASET_FORMATS = ("parquet", "hf")  # training sets: final labels only unless asked otherwise
+STATE_DEFAULTS = (
+    "By default JSON Lines, CSV and FHIR hold every state, each row marked provisional or "
+    "final; Parquet and the Hugging Face dataset hold final labels only (they are training "
+    "sets, and a provisional label can still change)."
+)
+END_BEFORE_START = "The end date is before the start date."
 BATCH_ROWS = 1000
 STREAMED = ("jsonl", "csv", "fhir")  # formats that stream from the database
 STREAM_CHUNK = 500  # records fetched per round trip (and kept in memory at once)
@@ -95,15 +115,42 @@ def _pyarrow() -> Any:
     return pyarrow
 
 
+def export_state(requested: str | None, *, fmt: str) -> str:
+    """The state filter of an export in ``fmt`` (ExportFilter.state) for what was asked:
+    ``final`` or ``provisional`` as asked, every state ("") for ``all``, and when nothing was
+    asked the format's default (``STATE_DEFAULTS``): final for the training sets (Parquet,
+    the dataset), every state for the rest. Raises Refused (400) for anything else."""
+    if not requested:
+        return GroundTruth.State.FINAL if fmt in DATASET_FORMATS else ""
+    if requested == STATE_ALL:
+        return ""
+    if requested in GroundTruth.State.values:
+        return requested
+    raise Refused(
+        f"Unknown state {requested!r}; use one of {', '.join(STATE_CODES)}, or leave it out "
+        "for the format's default.",
+        code="unknown_state",
+    )
+
+
 @dataclass
 class ExportFilter:
-    """The filter that chose the records; the dataset card states it."""
+    """The filter that chose the records; the dataset card states it. ``state`` is
+    ``final``, ``provisional`` or "" (every state). Raises Refused (400) when the end date is
+    before the start date: such a filter would give an empty file that looks like a result."""
 
     start: Any = None
     end: Any = None
     source: str = ""
     doc_type: str = ""
     all_versions: bool = False
+    state: str = ""
+
+    def __post_init__(self) -> None:
+        if self.start and self.end and self.end < self.start:
+            raise Refused(END_BEFORE_START, code="end_before_start")
+        if self.state not in ("", *GroundTruth.State.values):
+            raise ValueError(f"unknown state {self.state!r}")
 
     def selection(self) -> QuerySet[GroundTruth]:
         """The records this filter chooses, in export order."""
@@ -112,6 +159,7 @@ class ExportFilter:
             end=self.end,
             source=self.source,
             doc_type=self.doc_type,
+            state=self.state,
             all_versions=self.all_versions,
         )
 
@@ -121,6 +169,7 @@ class ExportFilter:
             "end": self.end.isoformat() if self.end else None,
             "source": self.source or None,
             "type": self.doc_type or None,
+            "state": self.state or STATE_ALL,
             "all_versions": self.all_versions,
         }
 
@@ -136,6 +185,7 @@ def _columns(*, hf: bool, with_text: bool = False) -> list[tuple[str, Any]]:
         "filename": pa.string(),
         "version": pa.int32(),
         "source": pa.string(),
+        "state": pa.string(),
         "dominant_type": pa.string(),
         "run_id": pa.int64(),
         "model": pa.string(),
@@ -187,8 +237,88 @@ def _row(record: dict[str, Any], *, hf: bool) -> dict[str, Any]:
 @dataclass
 class Summary:
     rows: int = 0
+    documents: int = 0
     per_type: Counter[str] = field(default_factory=Counter)
     per_source: Counter[str] = field(default_factory=Counter)
+    per_state: Counter[str] = field(default_factory=Counter)
+    last_document: str = ""
+
+    def count(self, record: dict[str, Any]) -> None:
+        self.rows += 1
+        # Records come in export order (document, then version): a document's versions are
+        # next to each other, so a new id is a new document.
+        if record["document_id"] != self.last_document:
+            self.documents += 1
+            self.last_document = record["document_id"]
+        self.per_type[record["dominant_type"]] += 1
+        self.per_source[record["source"]] += 1
+        self.per_state[record["state"]] += 1
+
+    def __add__(self, other: Summary) -> Summary:
+        return Summary(
+            rows=self.rows + other.rows,
+            documents=self.documents + other.documents,
+            per_type=self.per_type + other.per_type,
+            per_source=self.per_source + other.per_source,
+            per_state=self.per_state + other.per_state,
+        )
+
+
+class _ParquetFile:
+    """One Parquet file written BATCH_ROWS records at a time (each batch's page texts in one
+    query): nothing is written, not even the file, until the first record or ``close``."""
+
+    def __init__(
+        self, sink: str | Path | IO[bytes], *, hf: bool, with_text: bool, schema: Any
+    ) -> None:
+        self.sink = sink
+        self.hf = hf
+        self.with_text = with_text
+        self.schema = schema
+        self.writer: Any = None
+        self.batch: list[GroundTruth] = []
+        self.summary = Summary()
+
+    def add(self, truth: GroundTruth) -> None:
+        self.batch.append(truth)
+        if len(self.batch) >= BATCH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        pa = _pyarrow()
+        texts = page_texts(self.batch) if self.with_text else {}
+        rows = []
+        for truth in self.batch:
+            record = ground_truth_as_dict(truth)
+            if self.with_text:
+                record[TEXT_FIELD] = texts.get(record["document_id"], [])
+            self.summary.count(record)
+            rows.append(_row(record, hf=self.hf))
+        if self.writer is None:
+            self.writer = pa.parquet.ParquetWriter(self.sink, self.schema, compression="zstd")
+        self.writer.write_table(pa.Table.from_pylist(rows, schema=self.schema))
+        self.batch.clear()
+
+    def finish(self) -> None:
+        """Write what is left; a file with no record yet gets its schema and no row."""
+        if self.batch or self.writer is None:
+            self.flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def _schema(*, hf: bool, with_text: bool) -> Any:
+    pa = _pyarrow()
+    columns = _columns(hf=hf, with_text=with_text)
+    metadata = {}
+    if hf:
+        # datasets reads the features (the class label) from this schema metadata.
+        metadata[b"huggingface"] = json.dumps(
+            {"info": {"features": _hf_features(columns)}}
+        ).encode()
+    return pa.schema(columns, metadata=metadata or None)
 
 
 def parquet_write(
@@ -199,46 +329,69 @@ def parquet_write(
     with_text: bool = False,
 ) -> Summary:
     """Write the records to one Parquet file in batches; return what was written."""
-    pa = _pyarrow()
-    columns = _columns(hf=hf, with_text=with_text)
-    metadata = {}
-    if hf:
-        # datasets reads the features (the class label) from this schema metadata.
-        metadata[b"huggingface"] = json.dumps(
-            {"info": {"features": _hf_features(columns)}}
-        ).encode()
-    schema = pa.schema(columns, metadata=metadata or None)
-    summary = Summary()
-    writer = pa.parquet.ParquetWriter(sink, schema, compression="zstd")
+    out = _ParquetFile(sink, hf=hf, with_text=with_text, schema=_schema(hf=hf, with_text=with_text))
     try:
-        batch: list[GroundTruth] = []
-
-        def flush() -> None:
-            texts = page_texts(batch) if with_text else {}
-            rows = []
-            for truth in batch:
-                record = ground_truth_as_dict(truth)
-                if with_text:
-                    record[TEXT_FIELD] = texts.get(record["document_id"], [])
-                summary.per_type[record["dominant_type"]] += 1
-                summary.per_source[record["source"]] += 1
-                rows.append(_row(record, hf=hf))
-            writer.write_table(pa.Table.from_pylist(rows, schema=schema))
-            batch.clear()
-
         for truth in records:
-            summary.rows += 1
-            batch.append(truth)
-            if len(batch) >= BATCH_ROWS:
-                flush()
-        if batch or summary.rows == 0:
-            flush()
+            out.add(truth)
+        out.finish()
     finally:
-        writer.close()
-    return summary
+        out.close()
+    return out.summary
 
 
 # -- Hugging Face dataset folder ------------------------------------------------------------------
+
+
+def dataset_split(document_id: object) -> str:
+    """The split of a document's rows: the first 8 bytes of the SHA-256 of its id (the
+    ``document_id`` column, as text), big-endian, modulo 100: below 80 train, below 90
+    validation, else test. Every version of a document falls in the same split, a document
+    never changes split between exports, and anyone can recompute it from the rows."""
+    digest = hashlib.sha256(str(document_id).encode()).digest()
+    bucket = int.from_bytes(digest[:8], "big") % 100
+    threshold = 0
+    for split, share in HF_SPLITS.items():
+        threshold += share
+        if bucket < threshold:
+            return split
+    raise AssertionError("HF_SPLITS shares must add up to 100")
+
+
+def hf_data_file(split: str) -> str:
+    return f"data/{split}-00000-of-00001.parquet"
+
+
+def hf_split_write(
+    records: Iterable[GroundTruth],
+    open_sink: Callable[[str], str | Path | IO[bytes]],
+    *,
+    with_text: bool = False,
+) -> dict[str, Summary]:
+    """Write the dataset's rows, each to its document's split (``dataset_split``), reading
+    the records once; return what each split holds. A split with no row gets no file (the
+    datasets library refuses an empty Parquet file), except train when nothing matched, so
+    the folder still has its schema. ``open_sink(split)`` gives where a split's file goes."""
+    schema = _schema(hf=True, with_text=with_text)
+    files: dict[str, _ParquetFile] = {}
+
+    def file_of(split: str) -> _ParquetFile:
+        if split not in files:
+            files[split] = _ParquetFile(
+                open_sink(split), hf=True, with_text=with_text, schema=schema
+            )
+        return files[split]
+
+    try:
+        for truth in records:
+            file_of(dataset_split(truth.document_id)).add(truth)
+        if not files:
+            file_of("train")
+        for out in files.values():
+            out.finish()
+    finally:
+        for out in files.values():
+            out.close()
+    return {split: files[split].summary for split in HF_SPLITS if split in files}
 
 
 def _yaml(value: Any) -> str:
@@ -246,10 +399,32 @@ def _yaml(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def dataset_card(summary: Summary, export_filter: ExportFilter, *, with_text: bool = False) -> str:
+def _state_line(export_filter: ExportFilter) -> str:
+    if export_filter.state == GroundTruth.State.FINAL:
+        return (
+            "Final labels only: versions still under a check (a blind audit, a second review "
+            "or an adjudication) are left out, since they may still change. A document whose "
+            "current version is provisional is left out, not exported at an older version."
+        )
+    if export_filter.state == GroundTruth.State.PROVISIONAL:
+        return (
+            "Provisional labels only: versions still under a check, which may change. Not for "
+            "training."
+        )
+    return (
+        "Every state: the `state` column marks the provisional rows (still under a check; "
+        "they may change) and the final ones."
+    )
+
+
+def dataset_card(
+    splits: dict[str, Summary], export_filter: ExportFilter, *, with_text: bool = False
+) -> str:
     """README.md for the folder: YAML metadata datasets understands (configs, features,
-    splits) and Vetted's own (the filter, the counts), then a readable description."""
+    splits) and Vetted's own (the filter, the split rule, the counts), then a readable
+    description."""
     columns = _columns(hf=True, with_text=with_text)
+    summary = sum(splits.values(), Summary())
     lines = [
         "---",
         "pretty_name: Vetted ground truth",
@@ -263,11 +438,10 @@ def dataset_card(summary: Summary, export_filter: ExportFilter, *, with_text: bo
         "configs:",
         "- config_name: default",
         "  data_files:",
-        "  - split: train",
-        f"    path: {HF_DATA_FILE}",
-        "dataset_info:",
-        "  features:",
     ]
+    for split in splits:
+        lines += [f"  - split: {split}", f"    path: {hf_data_file(split)}"]
+    lines += ["dataset_info:", "  features:"]
     for name, arrow_type in columns:
         lines.append(f"  - name: {name}")
         if name == "label":
@@ -275,13 +449,23 @@ def dataset_card(summary: Summary, export_filter: ExportFilter, *, with_text: bo
             lines += [f"          '{i}': {label}" for i, label in enumerate(LABELS)]
         else:
             lines.append(f"    dtype: {_yaml(_hf_dtype(arrow_type))}")
+    lines.append("  splits:")
+    for split, counted in splits.items():
+        lines += [f"  - name: {split}", f"    num_examples: {counted.rows}"]
+    split_rule = "sha256(document_id) first 8 bytes, big-endian, mod 100: " + ", ".join(
+        f"{split} {low}-{low + share - 1}" for split, share, low in _split_ranges()
+    )
     lines += [
-        "  splits:",
-        "  - name: train",
-        f"    num_examples: {summary.rows}",
         "vetted:",
         "  export_filter:",
         *[f"    {key}: {_yaml(value)}" for key, value in export_filter.as_dict().items()],
+        f"  split_by: {_yaml(split_rule)}",
+        "  counts_per_split:",
+        *[
+            f"    {split}: {{rows: {splits[split].rows if split in splits else 0}, documents: "
+            f"{splits[split].documents if split in splits else 0}}}"
+            for split in HF_SPLITS
+        ],
         "  counts_per_type:",
         *[f"    {label}: {summary.per_type.get(label, 0)}" for label in LABELS],
         "  counts_per_source:",
@@ -289,6 +473,8 @@ def dataset_card(summary: Summary, export_filter: ExportFilter, *, with_text: bo
             f"    {source}: {summary.per_source.get(source, 0)}"
             for source in GroundTruth.Source.values
         ],
+        "  counts_per_state:",
+        *[f"    {state}: {summary.per_state.get(state, 0)}" for state in GroundTruth.State.values],
         "---",
         "",
         "# Vetted ground truth",
@@ -297,6 +483,26 @@ def dataset_card(summary: Summary, export_filter: ExportFilter, *, with_text: bo
         "(AUTO_ACCEPTED) or validated or corrected by a clinician (SME_VALIDATED, "
         "SME_CORRECTED). One row per ground-truth record"
         + (" version." if export_filter.all_versions else " (the current version only)."),
+        "",
+        _state_line(export_filter),
+        "",
+        "## Splits",
+        "",
+        "By document, not by row: every version of one document is in the same split, so no "
+        "document is in two. A document's split is fixed by its id (the first 8 bytes of the "
+        "SHA-256 of `document_id`, big-endian, modulo 100: "
+        + ", ".join(f"{low}-{low + share - 1} {split}" for split, share, low in _split_ranges())
+        + "), so re-exports put it in the same split. A split with no row has no file.",
+        "",
+        "| split | documents | rows | file |",
+        "|---|---|---|---|",
+        *[
+            f"| {split} | {splits[split].documents if split in splits else 0} | "
+            f"{splits[split].rows if split in splits else 0} | "
+            + (f"`{hf_data_file(split)}`" if split in splits else "none")
+            + " |"
+            for split in HF_SPLITS
+        ],
         "",
         "## Label set and counts",
         "",
@@ -314,6 +520,8 @@ def dataset_card(summary: Summary, export_filter: ExportFilter, *, with_text: bo
         "",
         "## Columns",
         "",
+        "`state` is `final` (the process is done) or `provisional` (a check on the version "
+        "is still open). "
         "`classification` (the full classification: segments, mixture, evidence) and "
         "`fields` (extracted fields per segment) are JSON strings. `run_id`, `model` and "
         "`prompt_version` give each label's provenance; `reviewer` is the clinician who "
@@ -324,12 +532,21 @@ def dataset_card(summary: Summary, export_filter: ExportFilter, *, with_text: bo
         "",
         "```python",
         "from datasets import load_dataset",
-        'ds = load_dataset("path/to/this/folder", split="train")',
-        'ds.features["label"].int2str(ds[0]["label"])',
+        'ds = load_dataset("path/to/this/folder")  # a DatasetDict, one entry per split',
+        'train = load_dataset("path/to/this/folder", split="train")',
+        'train.features["label"].int2str(train[0]["label"])',
         "```",
         "",
     ]
     return "\n".join(lines)
+
+
+def _split_ranges() -> list[tuple[str, int, int]]:
+    ranges, low = [], 0
+    for split, share in HF_SPLITS.items():
+        ranges.append((split, share, low))
+        low += share
+    return ranges
 
 
 def hf_write(
@@ -338,24 +555,29 @@ def hf_write(
     *,
     export_filter: ExportFilter,
     with_text: bool = False,
-) -> Summary:
+) -> dict[str, Summary]:
     folder = Path(folder)
     (folder / "data").mkdir(parents=True, exist_ok=True)
-    summary = parquet_write(records, folder / HF_DATA_FILE, hf=True, with_text=with_text)
-    card = dataset_card(summary, export_filter, with_text=with_text)
+    splits = hf_split_write(
+        records, lambda split: folder / hf_data_file(split), with_text=with_text
+    )
+    card = dataset_card(splits, export_filter, with_text=with_text)
     (folder / "README.md").write_text(card, encoding="utf-8")
-    return summary
+    return splits
 
 
 def _hf_zip(
     records: Iterable[GroundTruth], *, export_filter: ExportFilter, with_text: bool = False
 ) -> bytes:
-    data = io.BytesIO()
-    summary = parquet_write(records, data, hf=True, with_text=with_text)
-    files = {
-        "README.md": dataset_card(summary, export_filter, with_text=with_text).encode(),
-        HF_DATA_FILE: data.getvalue(),
-    }
+    buffers: dict[str, io.BytesIO] = {}
+
+    def open_sink(split: str) -> io.BytesIO:
+        buffers[split] = io.BytesIO()
+        return buffers[split]
+
+    splits = hf_split_write(records, open_sink, with_text=with_text)
+    files = {hf_data_file(split): buffers[split].getvalue() for split in splits}
+    files["README.md"] = dataset_card(splits, export_filter, with_text=with_text).encode()
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
         for name in sorted(files):

@@ -10,6 +10,10 @@ Every resource is checked against fhir.resources' R4B models before it is writte
 (4.3.0) leaves DocumentReference, Provenance, Observation, Device and Bundle as they are in R4
 (4.0.1), and fhir.resources 7+ ships R4B and R5 but no separate R4 package.
 
+A record's state shows as FHIR's status of the content: ``docStatus`` on the
+DocumentReference and ``status`` on its Observations are ``preliminary`` while a check on the
+version is open and ``final`` once it is done (``doc_status``).
+
 Identifiers are stable: resource ids are UUIDv5 of this site's URL and the record, so the
 same ground truth exports to the same bytes, and a correction can point at the id the
 consumer received for the version it replaces. The bundle is written entry by entry from any
@@ -138,6 +142,14 @@ def _replaced_reference(ids: Ids, truth: GroundTruth, *, in_bundle: bool) -> dic
     return reference
 
 
+def doc_status(truth: GroundTruth) -> str:
+    """FHIR's status of the content (``docStatus``, and an Observation's ``status``), from
+    the version's state: ``preliminary`` while a check on it is open (it may still change),
+    ``final`` once the process is done. ``status`` (current or superseded) says something
+    else: whether a later version replaced this one."""
+    return "final" if truth.state == GroundTruth.State.FINAL else "preliminary"
+
+
 def document_reference(
     ids: Ids, truth: GroundTruth, *, current: bool, previous_in_bundle: bool
 ) -> dict[str, Any]:
@@ -154,6 +166,7 @@ def document_reference(
             {"system": ids.system("sid/document-sha256"), "value": document.sha256},
         ],
         "status": "current" if current else "superseded",
+        "docStatus": doc_status(truth),
         "type": {
             "coding": [
                 _coding(LOINC, code, display),
@@ -266,9 +279,12 @@ def _value(name: str, text: str) -> dict[str, Any] | None:
 
 
 def observations(ids: Ids, truth: GroundTruth) -> list[dict[str, Any]]:
-    """Coded fields found in the record (reviewer corrections included). An auto-accepted
-    record's values are "preliminary": no clinician has confirmed them."""
-    status = "preliminary" if truth.source == GroundTruth.Source.AUTO_ACCEPTED else "final"
+    """Coded fields found in the record (reviewer corrections included), ``preliminary`` or
+    ``final`` as the version's state is (``doc_status``). Not by the source: an auto-accepted
+    answer is final by policy once no audit of it is open (the verifier chain accepted it and
+    the audit sample is what checks that policy), and a clinician's decision is preliminary
+    while its second review or adjudication is open."""
+    status = doc_status(truth)
     docref = _urn(ids.document_reference(truth.pk))
     found = []
     for segment in truth.fields or []:

@@ -7,7 +7,7 @@ from django import forms
 
 from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput, DocType
 from review.corrections import Correction, correction_build
-from review.exports import FORMATS
+from review.exports import END_BEFORE_START, FORMATS, STATE_ALL, STATE_DEFAULTS
 from review.models import GroundTruth
 
 TYPE_CHOICES = [(t.value, DISPLAY_NAMES[t]) for t in DOC_TYPES]
@@ -174,6 +174,18 @@ class ExportForm(forms.Form):
         required=False, choices=[("", "Any source"), *GroundTruth.Source.choices]
     )
     type = forms.ChoiceField(required=False, choices=[("", "Any type"), *TYPE_CHOICES])
+    # "" is the format's default (review.exports.export_state), so a page left as it is
+    # gives what the API and the command give when no state is asked for.
+    state = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "The format's default"),
+            (STATE_ALL, "Every state (each row marked)"),
+            (GroundTruth.State.FINAL, "Final only"),
+            (GroundTruth.State.PROVISIONAL, "Provisional only (still under a check)"),
+        ],
+        help_text=STATE_DEFAULTS,
+    )
     format = forms.ChoiceField(choices=list(FORMATS.items()))
     all_versions = forms.BooleanField(required=False, label="Include superseded versions")
     with_text = forms.BooleanField(
@@ -181,6 +193,13 @@ class ExportForm(forms.Form):
         label="Include each page's text (for training a model)",
         help_text="The export then holds patient text: keep it where patient data may be kept.",
     )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        start, end = data.get("start"), data.get("end")
+        if start and end and end < start:
+            self.add_error("end", END_BEFORE_START)
+        return data
 
 
 class SegmentationForm(forms.Form):

@@ -499,8 +499,12 @@ def ground_truth_selection(
     end: date | None = None,
     source: str = "",
     doc_type: str = "",
+    state: str = "",
     all_versions: bool = False,
 ) -> QuerySet[GroundTruth]:
+    """The ground-truth records an export holds, in export order (document SHA-256, then
+    version). ``state`` ``final`` or ``provisional`` keeps the versions in that state; empty
+    keeps both."""
     records = GroundTruth.objects.select_related("document", "reviewer", "run", "superseded_by")
     if not all_versions:
         # The current version only; a withdrawn decision leaves no ground truth to export.
@@ -517,6 +521,8 @@ def ground_truth_selection(
         records = records.filter(source=source)
     if doc_type:
         records = records.filter(dominant_type=doc_type)
+    if state:
+        records = records.filter(state=state)
     return records.order_by("document__sha256", "version")
 
 

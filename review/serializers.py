@@ -55,6 +55,10 @@ EXPORT_FIELDS = [
     "filename",
     "version",
     "source",
+    # provisional while a check on the version is open, final once it is done. Beside the
+    # source it qualifies (SME_CORRECTED + provisional: a correction awaiting its second
+    # review); every other column keeps its order, and the CSV header names them all.
+    "state",
     "dominant_type",
     "run_id",
     "model",
@@ -76,6 +80,7 @@ def ground_truth_as_dict(truth: GroundTruth) -> dict[str, Any]:
         "filename": truth.document.original_filename,
         "version": truth.version,
         "source": truth.source,
+        "state": truth.state,
         "dominant_type": truth.dominant_type,
         "run_id": truth.run_id,
         "model": truth.model,

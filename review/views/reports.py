@@ -19,21 +19,39 @@ from review.exports import (
     ExportFilter,
     ExportUnavailable,
     export_response,
+    export_state,
 )
 from review.forms import (
     ExportForm,
 )
+from review.models import GroundTruth
+from review.visibility import visible_truth
+
+
+def _export_page_context(form: ExportForm, **extra: Any) -> dict[str, Any]:
+    return {
+        "form": form,
+        "count": selectors.ground_truth_current_count(),
+        "provisional": selectors.ground_truth_selection(
+            state=GroundTruth.State.PROVISIONAL
+        ).count(),
+        **extra,
+    }
 
 
 @login_required
 def export(request: HtmxHttpRequest) -> HttpResponseBase:
+    """The export page, and the download it asks for. The records pass through
+    review.visibility like every label shown: Admins (the only role with the export
+    permission today) see every record; anyone else given the permission would get none of
+    a document under a blind check they take no part in."""
     require_permission(request, "review.export_ground_truth")
     form = ExportForm(request.GET or None)
     if not request.GET or not form.is_valid():
         return render(
             request,
             "review/export.html",
-            {"form": form, "count": selectors.ground_truth_current_count()},
+            _export_page_context(form),
             status=400 if request.GET else 200,
         )
     data = form.cleaned_data
@@ -43,23 +61,20 @@ def export(request: HtmxHttpRequest) -> HttpResponseBase:
         end=data["end"],
         source=data["source"],
         doc_type=data["type"],
+        state=export_state(data["state"], fmt=fmt),
         all_versions=data["all_versions"],
     )
     try:
         return export_response(
             user=request.user,
-            records=export_filter.selection(),
+            records=visible_truth(request.user, export_filter.selection()),
             fmt=fmt,
             export_filter=export_filter,
-            audit_filters=data,
+            audit_filters={**data, "state": export_filter.as_dict()["state"]},
             with_text=data["with_text"],
         )
     except ExportUnavailable as refused:
-        context = {
-            "form": form,
-            "count": selectors.ground_truth_current_count(),
-            "error": refused.message,
-        }
+        context = _export_page_context(form, error=refused.message)
         return render(request, "review/export.html", context, status=refused.status)
 
 

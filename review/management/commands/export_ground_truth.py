@@ -8,14 +8,18 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.errors import Refused
 from review.exports import (
     FORMATS,
+    STATE_CODES,
+    STATE_DEFAULTS,
     STREAMED,
     ExportFilter,
     ExportUnavailable,
     Streamed,
     export_bytes,
     export_digest,
+    export_state,
     export_stream,
     export_write,
 )
@@ -28,7 +32,10 @@ BINARY = {"parquet", "hf"}
 class Command(BaseCommand):
     help = (
         "Export ground truth with provenance as JSONL, CSV, a FHIR R4 Bundle, Parquet or a "
-        "Hugging Face dataset folder (same records and bytes as the export page)."
+        "Hugging Face dataset folder (same records and bytes as the export page). The command "
+        "runs as the operator, with no user: every record the filter chooses is exported, "
+        "documents under a blind check included (the page and the API apply "
+        "review.visibility for their user)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -37,6 +44,11 @@ class Command(BaseCommand):
         parser.add_argument("--end", type=date.fromisoformat, help="YYYY-MM-DD")
         parser.add_argument("--source", choices=GroundTruth.Source.values, default="")
         parser.add_argument("--type", dest="doc_type", default="")
+        parser.add_argument(
+            "--state",
+            choices=STATE_CODES,
+            help="all, final or provisional. " + STATE_DEFAULTS,
+        )
         parser.add_argument("--all-versions", action="store_true")
         parser.add_argument(
             "--with-text",
@@ -51,13 +63,18 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         fmt = options["format"]
-        export_filter = ExportFilter(
-            start=options["start"],
-            end=options["end"],
-            source=options["source"],
-            doc_type=options["doc_type"],
-            all_versions=options["all_versions"],
-        )
+        try:
+            export_filter = ExportFilter(
+                start=options["start"],
+                end=options["end"],
+                source=options["source"],
+                doc_type=options["doc_type"],
+                state=export_state(options["state"], fmt=fmt),
+                all_versions=options["all_versions"],
+            )
+        except Refused as refused:
+            raise CommandError(refused.message) from None
+        # No user, so no review.visibility filter: the operator exports everything chosen.
         records = export_filter.selection()
         out = options["out"]
         if fmt in BINARY and not out:
@@ -66,6 +83,7 @@ class Command(BaseCommand):
             key: options[key]
             for key in ("format", "start", "end", "source", "doc_type", "all_versions", "with_text")
         }
+        filters["state"] = export_filter.as_dict()["state"]
         if fmt in STREAMED:
             self._stream(records, fmt=fmt, out=out, filters=filters, with_text=options["with_text"])
             return
@@ -89,7 +107,7 @@ class Command(BaseCommand):
                     filters={**filters, "via": "command"},
                     records=count,
                 )
-                self.stderr.write(f"Wrote {count} record(s) to {out}")
+                self.stderr.write(f"Wrote {count} record(s) to {out} (state: {filters['state']})")
                 return
             body = export_bytes(
                 records,
@@ -141,4 +159,6 @@ class Command(BaseCommand):
                 for chunk in chunks:
                     self.stdout.write(chunk.decode(), ending="")
         if out:
-            self.stderr.write(f"Wrote {written[0].records} record(s) to {out}")
+            self.stderr.write(
+                f"Wrote {written[0].records} record(s) to {out} (state: {filters['state']})"
+            )
