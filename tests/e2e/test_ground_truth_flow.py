@@ -29,8 +29,9 @@ from tests.review.conftest import PAGES, escalate
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 RADIOLOGY = (
-    "CT CHEST WITH CONTRAST\n\nCLINICAL HISTORY\n\nCough.\n\nFINDINGS\n\nNo pulmonary nodule. "
-    "No effusion.\n\nIMPRESSION\n\nNormal CT of the chest."
+    "CT CHEST WITH CONTRAST\n\nCLINICAL HISTORY\n\nPersistent cough for six weeks.\n\n"
+    "FINDINGS\n\nThe lungs are clear without focal consolidation, nodule or pleural effusion. "
+    "The heart size is normal.\n\nIMPRESSION\n\nNormal contrast-enhanced CT of the chest."
 )
 
 
@@ -241,6 +242,7 @@ def test_an_audit_disagreement_goes_to_a_second_review_and_the_export_marks_it_p
     rita = as_user(browser, live_server, "rita")
     rita.goto(f"{live_server.url}/review/checks/")
     rita.locator(f"[data-audit='{sample.pk}'] a").click()
+    rita.wait_for_load_state()
     for key in ("c", "4", "Enter"):  # Radiology Report: the machine said pathology
         rita.keyboard.press(key)
     expect(rita.locator(".messages")).to_contain_text("second review checks it")
@@ -255,6 +257,7 @@ def test_an_audit_disagreement_goes_to_a_second_review_and_the_export_marks_it_p
     omar = as_user(browser, live_server, "omar")
     omar.goto(f"{live_server.url}/review/checks/")
     omar.locator(f"[data-second='{second.pk}'] a").click()
+    omar.wait_for_load_state()
     no_trace(omar, "Pathology Report (", "Radiology Report (", "Rita")
     for key in ("c", "4", "Enter"):
         omar.keyboard.press(key)
@@ -311,6 +314,7 @@ def test_a_three_way_split_second_reviewed_with_one_boundary_moved_goes_to_adjud
     ada = as_user(browser, live_server, "ada")
     ada.goto(f"{live_server.url}/review/checks/")
     ada.locator(f"[data-adjudication='{second.pk}'] a").click()
+    ada.wait_for_load_state()
     answers = ada.locator("#answers [data-answer-index]")
     expect(answers).to_have_count(2)  # side by side
     expect(answers.nth(0)).to_contain_text("pages 2\u20133 Radiology Report")
@@ -374,6 +378,45 @@ def test_300_random_key_sequences_record_exactly_what_the_panel_showed(
         packet_for(texts[kind], key=f"p{n}", label=label)
     rita = as_user(browser, live_server, "rita")
     rng = random.Random(23)
+
+    documents: list[Any] = []
+    loads: list[Any] = []
+    rita.on(
+        "request",
+        lambda r: (
+            documents.append(r)
+            if r.resource_type == "document" and r.frame == rita.main_frame
+            else None
+        ),
+    )
+    rita.on("load", lambda page: loads.append(page))
+
+    def settle(requests_before: int | None = None, loads_before: int | None = None) -> None:
+        """When the key sent a page request (a form, a link), wait until that page loaded."""
+        requests_before = len(documents) if requests_before is None else requests_before
+        loads_before = len(loads) if loads_before is None else loads_before
+        rita.wait_for_timeout(25)
+        if len(documents) == requests_before:
+            return
+        for _ in range(500):
+            if len(loads) > loads_before:
+                return
+            rita.wait_for_timeout(20)
+        raise AssertionError("a page took more than ten seconds to load")
+
+    def panel() -> dict[str, str] | None:
+        for _ in range(5):
+            try:
+                return rita.evaluate(
+                    "() => { const w = document.querySelector('#will-record');"
+                    " return w ? {action: w.dataset.action, segments: w.dataset.segments}"
+                    " : null; }"
+                )
+            except Exception:  # a navigation was still under way: wait for its page
+                rita.wait_for_timeout(100)
+                rita.wait_for_load_state()
+        raise AssertionError("the page never settled")
+
     checked = recorded = 0
     for _ in range(SEQUENCES):
         open_packet = (
@@ -386,15 +429,10 @@ def test_300_random_key_sequences_record_exactly_what_the_panel_showed(
         rita.goto(f"{live_server.url}/review/packets/{open_packet.pk}/")
         for key in rng.choices(KEYS, k=rng.randint(1, 8)):
             before = Review.objects.count()
-            shown = None
-            if key in ("v", "Enter"):
-                shown = rita.evaluate(
-                    "() => { const w = document.querySelector('#will-record');"
-                    " return w ? {action: w.dataset.action, segments: w.dataset.segments} : null; }"
-                )
+            shown = panel() if key in ("v", "Enter") else None
+            requests_before, loads_before = len(documents), len(loads)
             rita.keyboard.press(key)
-            if key in NAVIGATING:
-                rita.wait_for_load_state()
+            settle(requests_before, loads_before)
             after = Review.objects.count()
             if after == before:
                 continue

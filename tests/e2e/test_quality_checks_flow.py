@@ -55,6 +55,7 @@ def test_a_disagreement_is_adjudicated_in_the_browser(browser, live_server, clin
     omar = as_user(browser, live_server, "omar")
     omar.get_by_role("link", name="Quality checks").click()
     omar.locator(f"[data-second='{second.pk}'] a").click()
+    omar.wait_for_load_state()
     expect(omar.locator("#decision-form")).to_be_visible()
     expect(omar.locator("#comparison")).to_have_count(0)
     assert "Rita" not in omar.content()
@@ -70,6 +71,7 @@ def test_a_disagreement_is_adjudicated_in_the_browser(browser, live_server, clin
     ada = as_user(browser, live_server, "ada")
     ada.goto(f"{live_server.url}/review/checks/")
     ada.locator(f"[data-adjudication='{second.pk}'] a").click()
+    ada.wait_for_load_state()
     expect(ada.locator("[data-answer-index='1']")).to_contain_text("Radiology Report")
     expect(ada.locator("[data-answer-index='2']")).to_contain_text("Pathology Report")
     ada.keyboard.press("2")  # take Omar's answer
@@ -110,6 +112,7 @@ def test_a_blind_audit_in_the_browser(browser, live_server, clinicians, settings
     rita = as_user(browser, live_server, "rita")
     rita.goto(f"{live_server.url}/review/checks/")
     rita.locator(f"[data-audit='{sample.pk}'] a").click()
+    rita.wait_for_load_state()
     expect(rita.locator("#decision-form")).to_be_visible()
     expect(rita.locator("#comparison")).to_have_count(0)
     for key in ("c", "4", "Enter"):  # Radiology Report
