@@ -13,7 +13,11 @@ class ReliabilityConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
+        from core import jobs
         from engine.fields.templates import TemplateError, load_packs
+        from reliability.jobs import RUN
+
+        jobs.register(RUN)
 
         # Template packs are validated at start-up: a broken pack stops the process loudly.
         try:
