@@ -53,4 +53,6 @@ RUN = Work(
     unreachable_fails=True,
     on_claim=lambda now: {"started_at": now},
     on_requeue=lambda now: {"error": "", "finished_at": None},
+    # A wait resets job_tries (waiting is not a lost try): the job after each wait is a new one.
+    generation="waits",
 )

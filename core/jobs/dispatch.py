@@ -37,7 +37,7 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from core.jobs.lease import stale
-from core.jobs.queue import jobs_missing, push
+from core.jobs.queue import get_queue, jobs_missing, jobs_run_inline, push
 from core.jobs.work import QUEUE_UNREACHABLE, WORKER_LOST, Work, registered
 
 logger = logging.getLogger(__name__)
@@ -49,17 +49,19 @@ def _argument(pk: Any) -> Any:
     return pk if isinstance(pk, int) else str(pk)
 
 
-def send(work: Work, rows: Iterable[tuple[Any, int]], *, mark_unreachable: bool) -> list[Any]:
-    """Push the jobs of ``rows`` ((pk, attempts) pairs), except those Redis already holds;
-    inline, run them now. Returns the pks sent. When Redis does not answer, nothing is sent
-    and, with ``mark_unreachable``, those rows still queued are marked QUEUE_UNREACHABLE."""
-    by_job = {work.job_id(pk, attempts): pk for pk, attempts in rows}
+def send(work: Work, rows: Iterable[tuple[Any, ...]], *, mark_unreachable: bool) -> list[Any]:
+    """Push the jobs of ``rows`` (the values of ``work.job_fields``), except those Redis
+    already holds; inline, run them now. Returns the pks sent. When Redis does not answer,
+    nothing is sent and, with ``mark_unreachable``, those rows still queued are marked
+    QUEUE_UNREACHABLE."""
+    by_job = {work.job_id(values): values[0] for values in rows}
     if not by_job:
         return []
     try:
-        missing = jobs_missing(by_job)
+        queue = None if jobs_run_inline() else get_queue()  # one connection for both
+        missing = jobs_missing(by_job, connection=queue and queue.connection)
         calls = [(_argument(pk), job_id) for job_id, pk in by_job.items() if job_id in missing]
-        push(work.func, calls)
+        push(work.func, calls, queue=queue)
     except RedisError as exc:
         logger.warning("could not queue %s %s job(s): %s", len(by_job), work.name, exc)
         if mark_unreachable:
@@ -86,7 +88,7 @@ def submit(work: Work, pks: Iterable[Any]) -> None:
         return
 
     def send_queued() -> None:
-        rows = work.rows.filter(pk__in=pks, status=work.queued).values_list("pk", work.attempts)
+        rows = work.rows.filter(pk__in=pks, status=work.queued).values_list(*work.job_fields)
         send(work, list(rows), mark_unreachable=True)
 
     transaction.on_commit(send_queued)
@@ -104,10 +106,11 @@ def _requeue(work: Work, pk: Any, *, now: datetime, **condition: Any) -> bool:
 
 
 def recover_stale(work: Work, now: datetime) -> dict[str, int]:
-    requeued: list[tuple[Any, int]] = []
+    requeued: list[tuple[Any, ...]] = []
     failed = 0
-    rows = work.rows.filter(stale(work, now)).values_list("pk", work.attempts, work.heartbeat)
-    for pk, attempts, beat in rows:
+    rows = work.rows.filter(stale(work, now)).values_list(*work.job_fields, work.heartbeat)
+    for *values, beat in rows:
+        pk, attempts = values[0], values[1]
         # Only as it was seen: a job that beat again just now keeps its row.
         unchanged: dict[str, Any] = {"status": work.running, work.attempts: attempts}
         if beat is None:
@@ -120,7 +123,7 @@ def recover_stale(work: Work, now: datetime) -> dict[str, int]:
                 status=work.failed, **{work.code: WORKER_LOST}, **work.give_up(row, now)
             )
         elif _requeue(work, pk, now=now, **unchanged):
-            requeued.append((pk, attempts))
+            requeued.append(tuple(values))
     if requeued or failed:
         logger.warning(
             "%s: %s job(s) lost their worker: %s queued again, %s failed for good",
@@ -137,11 +140,11 @@ def recover_unreachable(work: Work, now: datetime, pks: Iterable[Any] | None = N
     if pks is not None:
         marked = marked.filter(pk__in=list(pks))
     back = [
-        (pk, attempts)
-        for pk, attempts in marked.values_list("pk", work.attempts)
+        values
+        for values in marked.values_list(*work.job_fields)
         if _requeue(
             work,
-            pk,
+            values[0],
             now=now,
             status=work.unreachable_status,
             **{work.code: QUEUE_UNREACHABLE},
@@ -159,7 +162,7 @@ def recover_lost(work: Work, now: datetime, pks: Iterable[Any] | None = None) ->
         )
     else:
         queued = queued.filter(pk__in=list(pks))
-    rows = list(queued.values_list("pk", work.attempts))
+    rows = list(queued.values_list(*work.job_fields))
     # Inline, a queued row old enough is one whose request stopped before running it.
     return len(send(work, rows, mark_unreachable=False))
 
@@ -168,7 +171,7 @@ def send_due(work: Work, now: datetime) -> int:
     if work.waiting is None or work.due is None:
         return 0
     rows = work.rows.filter(status=work.waiting, **{f"{work.due}__lte": now})
-    return len(send(work, list(rows.values_list("pk", work.attempts)), mark_unreachable=False))
+    return len(send(work, list(rows.values_list(*work.job_fields)), mark_unreachable=False))
 
 
 def recover(works: Iterable[Work] | None = None) -> dict[str, dict[str, int]]:

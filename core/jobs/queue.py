@@ -39,9 +39,10 @@ def get_queue(name: str = "default") -> Any:
     return django_rq.get_queue(name, commit_mode="auto")
 
 
-def push(func: str, calls: Sequence[tuple[Any, str]]) -> None:
+def push(func: str, calls: Sequence[tuple[Any, str]], *, queue: Any = None) -> None:
     """Run ``func`` once for each (argument, job id): inline, now, in this process; or queued
-    on RQ in one round trip (all or none). Raises RedisError when the queue is unreachable."""
+    on RQ (``queue``, by default the configured one) in one round trip, all or none. Raises
+    RedisError when the queue is unreachable."""
     if not calls:
         return
     if jobs_run_inline():
@@ -51,7 +52,7 @@ def push(func: str, calls: Sequence[tuple[Any, str]]) -> None:
         return
     from rq import Queue
 
-    get_queue().enqueue_many(
+    (queue or get_queue()).enqueue_many(
         [
             Queue.prepare_data(
                 func,
@@ -66,16 +67,17 @@ def push(func: str, calls: Sequence[tuple[Any, str]]) -> None:
     logger.info("queued %s job(s) of %s", len(calls), func)
 
 
-def jobs_missing(job_ids: Iterable[str]) -> set[str]:
+def jobs_missing(job_ids: Iterable[str], *, connection: Any = None) -> set[str]:
     """Those of ``job_ids`` that no RQ job will run: unknown to Redis, or already over
-    (finished, failed, stopped). Asked in one round trip. Inline: all of them (nothing is
-    ever waiting on a queue). Raises RedisError when Redis is unreachable."""
+    (finished, failed, stopped). Asked in one round trip (on ``connection``, by default the
+    configured queue's). Inline: all of them (nothing ever waits on a queue). Raises
+    RedisError when Redis is unreachable."""
     job_ids = list(job_ids)
     if jobs_run_inline() or not job_ids:
         return set(job_ids)
     from rq.job import Job
 
-    connection = get_queue().connection
+    connection = connection or get_queue().connection
     with connection.pipeline(transaction=False) as pipe:
         for job_id in job_ids:
             pipe.hget(Job.key_for(job_id), "status")

@@ -48,6 +48,8 @@ class Work:
       and is queued again as soon as Redis answers.
     - ``on_claim(now)``, ``on_requeue(now)``: more fields the domain sets on a claim, and when
       the mechanism puts a row back in the queue.
+    - ``generation`` (optional): a field that changes whenever the domain resets ``attempts``
+      (a run's ``waits``: waiting is not a lost try), so that each job id is new.
     - ``label``: what a row is, for people ("document(s)").
     """
 
@@ -70,6 +72,7 @@ class Work:
     due: str | None = None
     on_claim: Callable[[datetime], Fields] = _no_fields
     on_requeue: Callable[[datetime], Fields] = _no_fields
+    generation: str | None = None
 
     def __post_init__(self) -> None:
         if (self.waiting is None) != (self.due is None):
@@ -84,10 +87,16 @@ class Work:
         """The status a row has while it is marked QUEUE_UNREACHABLE."""
         return self.failed if self.unreachable_fails else self.queued
 
-    def job_id(self, pk: Any, attempts: int) -> str:
-        """The RQ job id of the job that makes claim number ``attempts + 1`` of row ``pk``:
-        deterministic, so the recovery pass can ask Redis whether that job is still coming."""
-        return f"{self.name}-{pk}-{attempts}"
+    @property
+    def job_fields(self) -> tuple[str, ...]:
+        """The fields a row's job id is made of: its pk first."""
+        return ("pk", self.attempts, *([self.generation] if self.generation else []))
+
+    def job_id(self, values: tuple[Any, ...]) -> str:
+        """The RQ job id of the job that makes the next claim of the row whose ``job_fields``
+        have these ``values``: deterministic, so that the recovery pass can ask Redis whether
+        that job is still coming, and new after every claim."""
+        return "-".join([self.name, *(str(value) for value in values)])
 
 
 _registry: dict[str, Work] = {}

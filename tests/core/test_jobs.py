@@ -277,3 +277,28 @@ def test_the_registered_kinds_are_the_apps_own():
 def test_waiting_without_a_due_field_is_refused():
     with pytest.raises(ValueError, match="go together"):
         jobs.Work(**{**TEST.__dict__, "due": None})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_after_a_wait_gets_a_new_job_id_though_its_tries_start_again(redis_url):
+    from redis import Redis
+    from rq.job import Job
+
+    from reliability.jobs import RUN
+    from reliability.models import Run
+    from tests.conftest import ready_document
+
+    run = Run.objects.create(
+        document=ready_document("CT CHEST\n\nFINDINGS\n\nNormal."),
+        preset="clinical",
+        classifier="offline",
+        status=Run.Status.WAITING,
+        retry_at=ago(1),
+        waits=1,
+        job_tries=0,  # a wait is not a lost try
+    )
+    # The execution that put it aside was killed before RQ heard it finish: its job still
+    # says "started" and must not hold the run back.
+    Redis.from_url(redis_url).hset(Job.key_for(f"run-{run.pk}-0-0"), "status", "started")
+    assert jobs.recover([RUN])["run"]["due"] == 1
+    assert jobs.get_queue().job_ids == [f"run-{run.pk}-0-1"]
