@@ -326,7 +326,10 @@ def run_bench(config: BulkConfig, say: Callable[[str], None]) -> dict[str, Any]:
         pool = Workers(config.workers, env, config.log)
         pool.wait_ready(redis)
         say(f"{config.workers} rqworker process(es) ready; ingesting {root}")
-        with override_settings(REDIS_URL=redis_url, AUTO_CLASSIFY=config.classify):
+        queues = {"default": {**settings.RQ_QUEUES["default"], "URL": redis_url}}
+        with override_settings(
+            REDIS_URL=redis_url, RQ_QUEUES=queues, AUTO_CLASSIFY=config.classify
+        ):
             started = time.time()
             upload_seconds, output = _ingest(root, config.batch_size)
             counts = _summary_counts(output)

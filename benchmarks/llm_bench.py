@@ -229,7 +229,7 @@ def database_url() -> str:
 
 
 class Workers:
-    """Real ``rqworker --with-scheduler`` processes sharing PostgreSQL and Redis."""
+    """Real ``rqworker`` processes sharing PostgreSQL and Redis."""
 
     def __init__(self, count: int, env: dict[str, str], log: Path) -> None:
         self.processes: list[subprocess.Popen[bytes]] = []
@@ -238,7 +238,7 @@ class Workers:
             handle = log.open("ab")
             self.processes.append(
                 subprocess.Popen(
-                    [sys.executable, "manage.py", "rqworker", "--with-scheduler", "default"],
+                    [sys.executable, "manage.py", "rqworker", "default"],
                     cwd=ROOT,
                     env=env,
                     stdout=handle,

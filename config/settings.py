@@ -206,7 +206,8 @@ CACHES = {
 QUEUE_COUNTS_MAX_AGE_SECONDS = env_int("QUEUE_COUNTS_MAX_AGE_SECONDS", 60, minimum=1)
 # The metrics page's aggregates over every run and review are shared for this long.
 METRICS_MAX_AGE_SECONDS = env_int("METRICS_MAX_AGE_SECONDS", 60, minimum=0)
-# Workers import the job code and the Gemini SDK once, before forking a process per job.
+# Workers import the job code and the Gemini SDK once, before forking a process per job, and run
+# the recovery pass (config.worker). Jobs are queued through django-rq's queue above.
 RQ = {"WORKER_CLASS": "config.worker.Worker"}
 
 GEMINI_API_KEY = env_str("GEMINI_API_KEY")
@@ -225,9 +226,6 @@ OCR_LANGUAGE = env_str("OCR_LANGUAGE", "eng")
 OCR_MIN_CONFIDENCE = env_float("OCR_MIN_CONFIDENCE", 0.60)
 if not 0.0 <= OCR_MIN_CONFIDENCE <= 1.0:
     raise ImproperlyConfigured("OCR_MIN_CONFIDENCE must be between 0 and 1.")
-# An ingestion claimed this long ago and still running is taken as abandoned (worker died).
-# (Its job renews a heartbeat every third of this while it works, so only a dead one goes stale.)
-INGEST_STALE_SECONDS = env_int("INGEST_STALE_SECONDS", 15 * 60, minimum=3)
 
 # Sandbox limits: every parse of an uploaded file (the upload check, ingestion with OCR, page
 # images) runs in a child process (documents.sandbox). MEMORY_MB is the address space a parse
@@ -306,13 +304,10 @@ LLM_WAIT_MAX_HOURS = env_float("LLM_WAIT_MAX_HOURS", 24.0)
 # The independent gate: the second classifier's agreement stands in for the same-model LLM
 # checks when its own confidence is at least this (0 = always, above 1 = never).
 GATE_CONFIRM_CONFIDENCE = env_float("GATE_CONFIRM_CONFIDENCE", 0.5)
-# A run whose lease was last renewed this long ago and still "running" lost its worker: it is
-# retried or failed. A live run's job renews the lease every third of this (a heartbeat).
-RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 15 * 60, minimum=3)
+# A run whose workers were lost this many times (killed mid-run) is failed for good.
 RUN_MAX_JOB_TRIES = env_int("RUN_MAX_JOB_TRIES", 3, minimum=1)
 # Every language-model try and wait of one execution fits in this, which fits in the job
-# timeout: past it the run waits and resumes (answers so far come from the cache). The lease
-# need not cover it: the heartbeat keeps a live run's lease fresh.
+# timeout: past it the run waits and resumes (answers so far come from the cache).
 RUN_DEADLINE_SECONDS = env_int("RUN_DEADLINE_SECONDS", int(0.8 * JOB_TIMEOUT_SECONDS), minimum=10)
 if not LLM_TIMEOUT_SECONDS < RUN_DEADLINE_SECONDS < JOB_TIMEOUT_SECONDS:
     raise ImproperlyConfigured(
@@ -320,14 +315,28 @@ if not LLM_TIMEOUT_SECONDS < RUN_DEADLINE_SECONDS < JOB_TIMEOUT_SECONDS:
         f"{LLM_TIMEOUT_SECONDS:g} and below JOB_TIMEOUT_SECONDS={JOB_TIMEOUT_SECONDS}."
     )
 
-# Recovery without a human: every worker runs a recovery pass this often (one at a
-# time across workers): stale ingestions and runs, work that failed only because the queue was
-# unreachable, and work queued this long ago (QUEUE_LOST_SECONDS) whose job Redis lost.
-RECOVERY_INTERVAL_SECONDS = env_int("RECOVERY_INTERVAL_SECONDS", 60, minimum=1)
-QUEUE_LOST_SECONDS = env_int("QUEUE_LOST_SECONDS", 300, minimum=1)
+# Background jobs (core.jobs), one lease for ingestions, runs and webhook deliveries. A job
+# renews its row's heartbeat every JOB_HEARTBEAT_SECONDS while it works; a row still "running"
+# whose heartbeat is older than JOB_STALE_SECONDS lost its worker. Every worker runs the
+# recovery pass every RECOVERY_INTERVAL_SECONDS (one worker at a time): work whose worker died
+# is queued again (failed for good after its maximum attempts: INGEST_MAX_ATTEMPTS,
+# RUN_MAX_JOB_TRIES, WEBHOOK_MAX_ATTEMPTS), work that could not be queued (Redis down) is
+# queued, work queued QUEUE_LOST_SECONDS ago whose job Redis lost is sent again, and waiting
+# work (runs waiting for the language model, webhook retries) is sent when it is due. A dead
+# worker's job is thus queued again within about JOB_STALE_SECONDS + RECOVERY_INTERVAL_SECONDS.
+JOB_HEARTBEAT_SECONDS = env_int("JOB_HEARTBEAT_SECONDS", 10, minimum=1)
+JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 45, minimum=2)
+if JOB_STALE_SECONDS < 2 * JOB_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured(
+        f"JOB_STALE_SECONDS={JOB_STALE_SECONDS} must be at least twice JOB_HEARTBEAT_SECONDS="
+        f"{JOB_HEARTBEAT_SECONDS}: one late heartbeat must not pass for a dead worker."
+    )
+RECOVERY_INTERVAL_SECONDS = env_int("RECOVERY_INTERVAL_SECONDS", 10, minimum=1)
+QUEUE_LOST_SECONDS = env_int("QUEUE_LOST_SECONDS", 60, minimum=1)
 INGEST_MAX_ATTEMPTS = env_int("INGEST_MAX_ATTEMPTS", 3, minimum=1)
 
-# Webhooks: deliveries are jobs, retried with exponential backoff (capped), then failed.
+# Webhooks: deliveries are jobs, retried with exponential backoff (capped), then failed after
+# WEBHOOK_MAX_ATTEMPTS tries.
 WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 10.0)
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 10, minimum=1)
 WEBHOOK_BACKOFF_SECONDS = env_float("WEBHOOK_BACKOFF_SECONDS", 30.0)

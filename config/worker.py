@@ -22,6 +22,7 @@ def preload() -> None:
     from django.conf import settings
 
     import documents.tasks  # noqa: F401  (the job code)
+    import integrations.tasks  # noqa: F401
     import reliability.tasks  # noqa: F401
     from engine import llm
     from engine.classifiers.offline import load_vocabulary
@@ -41,9 +42,11 @@ def preload() -> None:
 
 class RecoveryLoop:
     """A daemon thread in the worker (the parent, not the forked work horses) that runs the
-    recovery pass (config.recovery) every RECOVERY_INTERVAL_SECONDS. A short Redis lock lets
-    one worker at a time do a pass; while Redis is down the pass is skipped (there is no
-    queue to put the work back on anyway)."""
+    recovery pass (config.recovery: core.jobs.recover, the dispatcher of every kind of
+    background work) once when the worker starts, then every RECOVERY_INTERVAL_SECONDS. A short
+    Redis lock lets one worker at a time do a pass; while Redis is down the pass is skipped
+    (there is no queue to put the work on anyway) and the loop carries on, so the first pass
+    after Redis is back sends what waited meanwhile."""
 
     LOCK = "vetted:recovery-lock"
 
@@ -60,29 +63,42 @@ class RecoveryLoop:
     def stop(self) -> None:
         self._stop.set()
 
-    def _run(self) -> None:
+    def run_once(self) -> None:
+        """One pass now, whoever holds the lock (a worker that starts, a burst worker)."""
         from django.db import connection
 
         from config.recovery import recover
 
+        try:
+            recover()
+        except Exception:
+            logger.exception("recovery pass failed")
+        finally:
+            connection.close()  # never left open in the parent for a work horse to inherit
+
+    def _locked(self) -> bool:
+        # Held a little less than an interval, so that the worker holding it finds it free at
+        # its own next turn, and the others skip the passes in between.
+        try:
+            return bool(
+                self.connection.set(self.LOCK, "1", nx=True, px=max(500, int(self.interval * 900)))
+            )
+        except RedisError:
+            return False
+
+    def _run(self) -> None:
+        self.run_once()
         while not self._stop.wait(self.interval):
-            try:
-                if not self.connection.set(self.LOCK, "1", nx=True, ex=max(1, int(self.interval))):
-                    continue
-            except RedisError:
-                continue
-            try:
-                recover()
-            except Exception:
-                logger.exception("recovery pass failed")
-            finally:
-                connection.close()
+            if self._locked():
+                self.run_once()
 
 
 class Worker(RQWorker):
     """Survives a Redis restart: where RQ's worker quits on a lost connection (while busy, or
     in its bookkeeping), this one waits for Redis and starts its loop again. Its recovery loop
-    resumes what the outage left behind."""
+    resumes what the outage left behind and sends waiting work when it is due (RQ's scheduler
+    is not used: ``--with-scheduler`` is not needed). A burst worker runs one pass first, so
+    it also sends the work that is due."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -92,7 +108,9 @@ class Worker(RQWorker):
         self.recovery = RecoveryLoop(self.connection, settings.RECOVERY_INTERVAL_SECONDS)
 
     def work(self, burst: bool = False, **kwargs: Any) -> bool:  # type: ignore[override]
-        if not burst:
+        if burst:
+            self.recovery.run_once()
+        else:
             self.recovery.start()
         worked = False
         wait = 1.0
@@ -114,7 +132,7 @@ class Worker(RQWorker):
             # broke the loop). Wait for Redis, then work again.
             while not self._redis_up():
                 time.sleep(wait)
-                wait = min(30.0, wait * 2)
+                wait = min(5.0, wait * 2)
             wait = 1.0
             time.sleep(1.0)
             try:  # our registration from before the loss, if Redis kept it, is stale now

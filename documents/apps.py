@@ -5,3 +5,9 @@ from django.apps import AppConfig
 
 class DocumentsConfig(AppConfig):
     name = "documents"
+
+    def ready(self) -> None:
+        from core import jobs
+        from documents.jobs import INGEST
+
+        jobs.register(INGEST)

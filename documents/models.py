@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from core import jobs
 
 
 def document_upload_path(instance: Document, filename: str) -> str:
@@ -17,7 +19,7 @@ def document_upload_path(instance: Document, filename: str) -> str:
 class Document(models.Model):
     MIME_PDF = "application/pdf"
     MIME_TEXT = "text/plain"
-    QUEUE_UNREACHABLE = "queue_unreachable"  # error_code: nothing wrong with the file
+    QUEUE_UNREACHABLE = jobs.QUEUE_UNREACHABLE  # error_code: nothing wrong with the file
 
     class Status(models.TextChoices):
         UPLOADED = "uploaded", "Uploaded"
@@ -38,7 +40,8 @@ class Document(models.Model):
     page_count = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.UPLOADED)
     error = models.TextField(blank=True)
-    # Why it failed, for machines: QUEUE_UNREACHABLE failures are resumed by the recovery pass.
+    # Why it failed, for machines (core.jobs codes: queue_unreachable failures are resumed by
+    # the recovery pass; worker_lost ones are not).
     error_code = models.CharField(max_length=32, blank=True)
     quality = models.CharField(max_length=16, choices=Quality.choices, default=Quality.OK)
     quality_message = models.TextField(blank=True)
@@ -79,12 +82,8 @@ class Document(models.Model):
         return self.status in {self.Status.UPLOADED, self.Status.INGESTING}
 
     def ingest_is_stale(self, *, now: datetime | None = None) -> bool:
-        """An ingestion claimed long ago and never finished: its worker died."""
-        last = self.heartbeat_at or self.ingest_started_at
-        if self.status != self.Status.INGESTING or last is None:
-            return False
-        now = now or timezone.now()
-        return now - last > timedelta(seconds=settings.INGEST_STALE_SECONDS)
+        """An ingestion whose heartbeat stopped: its worker died."""
+        return self.status == self.Status.INGESTING and jobs.is_stale(self.heartbeat_at, now=now)
 
     @property
     def can_retry(self) -> bool:

@@ -7,20 +7,18 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
 from django.utils import timezone
 
-from core import events
+from core import events, jobs
 from core.bulk import bulk_insert
-from core.heartbeat import Heartbeat
-from core.jobs import enqueue_many_on_commit, enqueue_on_commit, job_exists, jobs_missing
+from documents.jobs import INGEST
+from documents.jobs import QUEUE_UNREACHABLE as QUEUE_UNREACHABLE
 from documents.models import Document, Page
 from documents.ocr import make_tesseract_engine
 from documents.pages import OCR, PageContent, UnreadableDocument, throttled
@@ -35,8 +33,6 @@ from documents.validation import (
 )
 
 logger = logging.getLogger(__name__)
-
-INGEST_JOB = "documents.tasks.ingest_document"
 
 
 def _duplicate_message(*, name: str, existing: Document) -> str:
@@ -103,7 +99,7 @@ def document_create(
         with transaction.atomic():
             document.save(force_insert=True)
             logger.info("document created id=%s pages=%s", document.pk, document.page_count)
-            _enqueue_ingest(document_id=str(document.pk), attempt=0)
+            jobs.submit(INGEST, [document.pk])
     except IntegrityError:
         # Lost a race with an identical upload: remove our copy of the file, keep theirs.
         document.file.delete(save=False)
@@ -175,7 +171,7 @@ def documents_create_many(
             new.append((index, _stored(name, content, info, user=user)))
         with transaction.atomic():
             Document.objects.bulk_create([document for _, document in new])
-            _enqueue_ingest_many([str(document.pk) for _, document in new])
+            _enqueue_ingest_many([document.pk for _, document in new])
     except IntegrityError:
         # Lost a race with an identical upload: this batch again, one file at a time.
         for _, document in new:
@@ -211,66 +207,13 @@ def _create_alone(name: str, content: bytes, *, user: Any | None) -> Document | 
         return refused
 
 
-def documents_requeue_lost(*, documents: Sequence[Document]) -> int:
-    """Queue again the ingestion of those ``documents`` whose job was lost: uploaded, with
-    no job Redis knows (the process that stored them stopped between commit and queue), or
-    failed only because the queue was unreachable. Returns how many were queued. A second
-    job for a document is harmless: only the first claim does work."""
-    uploaded = {
-        _ingest_job_id(str(d.pk), d.ingest_attempts): d
-        for d in documents
-        if d.status == Document.Status.UPLOADED
-    }
-    missing = jobs_missing(list(uploaded))
-    queued = 0
-    for job_id, document in uploaded.items():
-        if job_id in missing:
-            queued += _requeue(document, status=Document.Status.UPLOADED)
-    for document in documents:
-        if (
-            document.status == Document.Status.FAILED
-            and document.error_code == Document.QUEUE_UNREACHABLE
-        ):
-            queued += _requeue(document, status=Document.Status.FAILED)
-    return queued
-
-
-QUEUE_UNREACHABLE = (
-    "The file is stored, but it could not be queued for reading because the job queue is "
-    "unreachable. It is queued again automatically when the queue is back; nothing to do."
-)
-
-
 class IngestSuperseded(Exception):
-    """This job lost its claim (its lease ran out and another job took the document over):
-    its result is dropped so that the document is ingested, and classified, once."""
+    """This job lost its claim (its heartbeat went stale and another job took the document
+    over): its result is dropped so that the document is ingested, and classified, once."""
 
 
-def _ingest_job_id(document_id: str, attempt: int) -> str:
-    return f"ingest-{document_id}-{attempt}"
-
-
-def _enqueue_ingest(*, document_id: str, attempt: int) -> None:
-    enqueue_on_commit(
-        INGEST_JOB,
-        document_id,
-        job_id=_ingest_job_id(document_id, attempt),
-        on_queue_error=lambda: document_fail(
-            document_id=document_id, message=QUEUE_UNREACHABLE, code=Document.QUEUE_UNREACHABLE
-        ),
-    )
-
-
-def _enqueue_ingest_many(document_ids: list[str]) -> None:
-    enqueue_many_on_commit(
-        INGEST_JOB,
-        [((document_id,), _ingest_job_id(document_id, 0)) for document_id in document_ids],
-        on_queue_error=lambda: documents_fail(
-            document_ids=document_ids,
-            message=QUEUE_UNREACHABLE,
-            code=Document.QUEUE_UNREACHABLE,
-        ),
-    )
+def _enqueue_ingest_many(document_ids: list[Any]) -> None:
+    jobs.submit(INGEST, document_ids)
 
 
 def _low_ocr_message(confidence: float) -> str:
@@ -352,7 +295,8 @@ def _record_progress(document_id: Any) -> Callable[[int, int], None]:
 def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
     """Extract the stored file into pages; replaces any pages from an earlier attempt.
 
-    Raises UnreadableDocument with a user-facing message.
+    Raises UnreadableDocument with a user-facing message, and IngestSuperseded when the
+    document is being ingested under a claim that is no longer this one's.
     """
     started = time.monotonic()
     with document.file.open("rb") as handle:
@@ -374,15 +318,8 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
     low_ocr = ocr_confidence is not None and ocr_confidence < settings.OCR_MIN_CONFIDENCE
 
     with transaction.atomic():
-        if (
-            document.status == Document.Status.INGESTING
-            and not Document.objects.select_for_update()
-            .filter(
-                pk=document.pk,
-                status=Document.Status.INGESTING,
-                ingest_attempts=document.ingest_attempts,
-            )
-            .exists()
+        if document.status == Document.Status.INGESTING and not jobs.holds(
+            INGEST, document.pk, document.ingest_attempts
         ):
             raise IngestSuperseded(str(document.pk))
         Page.objects.filter(document=document).delete()
@@ -449,109 +386,11 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
     return document
 
 
-def document_claim_for_ingest(*, document_id: str) -> bool:
-    """Atomically move an uploaded document to ingesting; False if another worker has it."""
-    return (
-        Document.objects.filter(pk=document_id, status=Document.Status.UPLOADED).update(
-            status=Document.Status.INGESTING,
-            ingest_started_at=timezone.now(),
-            heartbeat_at=timezone.now(),
-            pages_done=0,
-            ingest_attempts=F("ingest_attempts") + 1,
-            updated_at=timezone.now(),
-        )
-        == 1
+def document_fail(*, claim: jobs.Claim, message: str) -> None:
+    """Fail the ingestion this job holds (a job that lost its claim changes nothing)."""
+    claim.rows().update(
+        status=Document.Status.FAILED, error=message, error_code="", updated_at=timezone.now()
     )
-
-
-def document_fail(*, document_id: str, message: str, code: str = "") -> None:
-    documents_fail(document_ids=[document_id], message=message, code=code)
-
-
-def documents_fail(*, document_ids: Sequence[str], message: str, code: str = "") -> None:
-    Document.objects.filter(pk__in=document_ids).update(
-        status=Document.Status.FAILED, error=message, error_code=code, updated_at=timezone.now()
-    )
-
-
-def document_heartbeat(*, document: Document) -> Heartbeat:
-    """Renews the ingestion lease of ``document`` (claimed by this job) while it is read."""
-    rows = Document.objects.filter(
-        pk=document.pk, status=Document.Status.INGESTING, ingest_attempts=document.ingest_attempts
-    )
-    return Heartbeat(rows, field="heartbeat_at", interval=settings.INGEST_STALE_SECONDS / 3)
-
-
-def _requeue(document: Document, *, status: str) -> bool:
-    with transaction.atomic():
-        updated = Document.objects.filter(
-            pk=document.pk,
-            status=status,
-            updated_at=document.updated_at,
-            heartbeat_at=document.heartbeat_at,  # a job that just beat again keeps it
-        ).update(
-            status=Document.Status.UPLOADED, error="", error_code="", updated_at=timezone.now()
-        )
-        if updated:
-            _enqueue_ingest(document_id=str(document.pk), attempt=document.ingest_attempts)
-    # Not counted when the queue refused it again (the document is marked again instead).
-    return (
-        bool(updated)
-        and not Document.objects.filter(
-            pk=document.pk, error_code=Document.QUEUE_UNREACHABLE
-        ).exists()
-    )
-
-
-INGEST_LOST = (
-    "Reading this file stopped the worker {n} time(s) (it was killed or ran out of memory or "
-    "time); it is not tried again. Check the file, then retry or upload a repaired copy."
-)
-
-
-def documents_recover() -> dict[str, int]:
-    """The documents part of the recovery pass (no human needed):
-
-    - an ingestion whose heartbeat stopped (its worker died) is queued again, or failed for
-      good after INGEST_MAX_ATTEMPTS tries (a file that kills its worker every time);
-    - a document that failed only because the queue was unreachable is queued again;
-    - a document uploaded long ago whose job Redis no longer knows (Redis restarted without
-      its data) is queued again. A second job for the same document is harmless: only the
-      first claim does work.
-
-    If the queue is still unreachable, the document keeps (or gets back) its queue failure.
-    """
-    now = timezone.now()
-    counts = {"requeued": 0, "failed": 0, "resumed": 0, "lost": 0}
-    stale = now - timedelta(seconds=settings.INGEST_STALE_SECONDS)
-    for document in Document.objects.filter(status=Document.Status.INGESTING).filter(
-        Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, ingest_started_at__lt=stale)
-    ):
-        if document.ingest_attempts >= settings.INGEST_MAX_ATTEMPTS:
-            Document.objects.filter(
-                pk=document.pk, status=Document.Status.INGESTING, updated_at=document.updated_at
-            ).update(
-                status=Document.Status.FAILED,
-                error=INGEST_LOST.format(n=document.ingest_attempts),
-                error_code="worker_lost",
-                updated_at=timezone.now(),
-            )
-            counts["failed"] += 1
-        elif _requeue(document, status=Document.Status.INGESTING):
-            counts["requeued"] += 1
-    for document in Document.objects.filter(
-        status=Document.Status.FAILED, error_code=Document.QUEUE_UNREACHABLE
-    ):
-        counts["resumed"] += _requeue(document, status=Document.Status.FAILED)
-    lost_before = now - timedelta(seconds=settings.QUEUE_LOST_SECONDS)
-    for document in Document.objects.filter(
-        status=Document.Status.UPLOADED, updated_at__lt=lost_before
-    ):
-        if not job_exists(_ingest_job_id(str(document.pk), document.ingest_attempts)):
-            counts["lost"] += _requeue(document, status=Document.Status.UPLOADED)
-    if any(counts.values()):
-        logger.warning("recovered documents: %s", counts)
-    return counts
 
 
 def document_retry(*, document: Document) -> bool:
@@ -564,7 +403,7 @@ def document_retry(*, document: Document) -> bool:
         )
         if updated != 1:
             return False
-        _enqueue_ingest(document_id=str(document.pk), attempt=document.ingest_attempts)
+        jobs.submit(INGEST, [document.pk])
     logger.info("document retry queued id=%s", document.pk)
     return True
 

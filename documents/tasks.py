@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-from contextlib import ExitStack
 
-from core.jobs import jobs_run_inline
+from core import jobs
 from documents import hooks, services
+from documents.jobs import INGEST
 from documents.models import Document
 from documents.pages import UnreadableDocument
 
@@ -20,28 +20,25 @@ UNEXPECTED_FAILURE = (
 
 def ingest_document(document_id: str) -> str:
     """Ingest one uploaded document. Safe to run twice: only the first claim does work."""
-    if not services.document_claim_for_ingest(document_id=document_id):
+    claim = jobs.claim(INGEST, document_id)
+    if claim is None:
         logger.info("ingest skipped id=%s: not in uploaded state", document_id)
         return "skipped"
     document = Document.objects.get(pk=document_id)
     try:
-        with ExitStack() as stack:
-            if not jobs_run_inline():
-                stack.enter_context(services.document_heartbeat(document=document))
+        with claim.heartbeat():
             services.document_ingest(document=document)
     except services.IngestSuperseded:
         logger.warning("ingest id=%s superseded: another job took it over", document_id)
         return "superseded"
     except UnreadableDocument as exc:
         logger.warning("ingest failed id=%s: %s", document_id, exc.message)
-        services.document_fail(document_id=document_id, message=exc.message)
+        services.document_fail(claim=claim, message=exc.message)
         return "failed"
     except Exception:
         # Exception text from PDF parsers never carries page text, but keep the log to the type.
         logger.exception("ingest crashed id=%s", document_id)
-        services.document_fail(
-            document_id=document_id, message=UNEXPECTED_FAILURE.format(id=document_id)
-        )
+        services.document_fail(claim=claim, message=UNEXPECTED_FAILURE.format(id=document_id))
         return "failed"
     hooks.document_ready(document)
     return "ready"

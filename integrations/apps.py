@@ -10,6 +10,9 @@ class IntegrationsConfig(AppConfig):
     name = "integrations"
 
     def ready(self) -> None:
+        from core import jobs
+        from integrations.jobs import DELIVERY
         from integrations.sso import check_settings
 
         check_settings()
+        jobs.register(DELIVERY)

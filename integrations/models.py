@@ -66,8 +66,12 @@ class WebhookDelivery(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     response_code = models.PositiveSmallIntegerField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    # For machines (core.jobs codes): queue_unreachable while a pending delivery waits for
+    # Redis to answer again; worker_lost when it was given up because its workers died.
+    error_code = models.CharField(max_length=32, blank=True)
+    # When the next try is due (a retry's backoff; now, for a pending delivery).
     next_attempt_at = models.DateTimeField(null=True, blank=True)
-    claimed_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)  # the heartbeat while it is sent
     last_attempt_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -3,7 +3,9 @@ exponential backoff, and keep the log (status, attempts, response code, last err
 
 Upstream apps (documents, reliability, review) call ``event_emit`` inside the transaction
 that makes the change: the deliveries are written with it (an event exists if and only if
-its change committed) and their jobs are queued once it commits.
+its change committed) and their jobs are queued once it commits. Deliveries are background
+work of core.jobs (integrations.jobs): a retry waits in the database until it is due, and the
+recovery pass sends it then.
 """
 
 from __future__ import annotations
@@ -18,18 +20,16 @@ from typing import Any
 
 import requests
 from django.conf import settings
-from django.db.models import F, Q
 from django.utils import timezone
-from redis.exceptions import RedisError
 
+from core import jobs
 from core.events import Event
-from core.jobs import enqueue, enqueue_on_commit, get_queue, jobs_run_inline
 from integrations import signing
+from integrations.jobs import DELIVERY
 from integrations.models import WebhookDelivery, WebhookEndpoint
 
 logger = logging.getLogger(__name__)
 
-DELIVER_JOB = "integrations.tasks.deliver_webhook"
 USER_AGENT = "Vetted-Webhooks/1"
 # Payloads carry ids, types and decisions. Document text and filenames (which may hold
 # patient names) never leave in a webhook: a key outside this list is a programming error.
@@ -70,20 +70,6 @@ def _payload(*, event_id: uuid.UUID, kind: str, data: dict[str, Any], at: dateti
     )
 
 
-def _queue_unreachable() -> None:
-    # The delivery stays due in the database; `manage.py send_webhooks` picks it up.
-    logger.warning("webhook delivery left for send_webhooks: the job queue is unreachable")
-
-
-def _queue_delivery(delivery_id: uuid.UUID, *, attempt: int) -> None:
-    enqueue_on_commit(
-        DELIVER_JOB,
-        str(delivery_id),
-        job_id=f"webhook-{delivery_id}-{attempt}",
-        on_queue_error=_queue_unreachable,
-    )
-
-
 def event_emit(*, kind: str, data: dict[str, Any]) -> list[WebhookDelivery]:
     """Record one event for every active endpoint subscribed to ``kind``; each delivery is
     queued when the surrounding transaction commits. ``data``: ids, types and decisions."""
@@ -103,8 +89,7 @@ def event_emit(*, kind: str, data: dict[str, Any]) -> list[WebhookDelivery]:
             for endpoint in endpoints
         ]
     )
-    for delivery in deliveries:
-        _queue_delivery(delivery.pk, attempt=1)
+    jobs.submit(DELIVERY, [delivery.pk for delivery in deliveries])
     logger.info("webhook event %s %s: %s delivery(ies)", kind, event_id, len(deliveries))
     return deliveries
 
@@ -122,7 +107,7 @@ def endpoint_ping(*, endpoint: WebhookEndpoint) -> WebhookDelivery:
         ),
         next_attempt_at=now,
     )
-    _queue_delivery(delivery.pk, attempt=1)
+    jobs.submit(DELIVERY, [delivery.pk])
     return delivery
 
 
@@ -134,34 +119,6 @@ def backoff_seconds(attempts: int) -> float:
         settings.WEBHOOK_MAX_BACKOFF_SECONDS,
     )
     return float(delay * random.uniform(0.8, 1.2))
-
-
-def _lease_expired_before(now: datetime) -> datetime:
-    # A delivery "sending" longer than a request can take lost its worker.
-    return now - timedelta(seconds=settings.WEBHOOK_TIMEOUT_SECONDS + 60)
-
-
-def _due(now: datetime) -> Q:
-    return Q(
-        status__in=[WebhookDelivery.Status.PENDING, WebhookDelivery.Status.RETRYING],
-        next_attempt_at__lte=now,
-    ) | Q(status=WebhookDelivery.Status.SENDING, claimed_at__lt=_lease_expired_before(now))
-
-
-def delivery_claim(*, delivery_id: str) -> bool:
-    """Atomically take a due delivery; False if it is not due or another worker has it."""
-    now = timezone.now()
-    return (
-        WebhookDelivery.objects.filter(pk=delivery_id)
-        .filter(_due(now))
-        .update(
-            status=WebhookDelivery.Status.SENDING,
-            claimed_at=now,
-            attempts=F("attempts") + 1,
-            last_attempt_at=now,
-        )
-        == 1
-    )
 
 
 def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
@@ -198,34 +155,22 @@ def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
         return None, f"{type(exc).__name__}: {exc}"[:500]
 
 
-def _schedule_retry(delivery: WebhookDelivery, delay: float) -> None:
-    if jobs_run_inline():
-        return  # without workers, `manage.py send_webhooks` (cron) sends what is due
-    try:
-        get_queue().enqueue_in(
-            timedelta(seconds=delay),
-            DELIVER_JOB,
-            str(delivery.pk),
-            job_id=f"webhook-{delivery.pk}-{delivery.attempts + 1}",
-            result_ttl=settings.JOB_RESULT_TTL,
-            failure_ttl=7 * 86400,
-        )
-    except RedisError:
-        logger.exception("could not schedule webhook retry %s", delivery.pk)
-
-
 def delivery_attempt(*, delivery_id: str) -> WebhookDelivery | None:
-    """Send one due delivery and record the outcome. None if it was not due (already sent,
-    waiting, or being sent elsewhere): running a job twice sends once."""
-    if not delivery_claim(delivery_id=delivery_id):
+    """Send one due delivery and record the outcome: delivered, failed after
+    WEBHOOK_MAX_ATTEMPTS tries, or retrying after a backoff (the recovery pass sends it again
+    when that has passed). None if it was not claimable (already sent, not yet due, or being
+    sent by a live worker elsewhere): running a job twice sends once."""
+    claim = jobs.claim(DELIVERY, delivery_id)
+    if claim is None:
         return None
     delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
-    if not delivery.endpoint.active:
-        code, error = None, "The endpoint is switched off."
-        final = True
-    else:
-        code, error = _post(delivery)
-        final = delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS
+    with claim.heartbeat():
+        if not delivery.endpoint.active:
+            code, error = None, "The endpoint is switched off."
+            final = True
+        else:
+            code, error = _post(delivery)
+            final = delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS
     now = timezone.now()
     delivery.response_code = code
     delivery.last_error = error
@@ -238,21 +183,15 @@ def delivery_attempt(*, delivery_id: str) -> WebhookDelivery | None:
         delivery.status = WebhookDelivery.Status.FAILED
         delivery.next_attempt_at = None
     else:
-        delay = backoff_seconds(delivery.attempts)
         delivery.status = WebhookDelivery.Status.RETRYING
-        delivery.next_attempt_at = now + timedelta(seconds=delay)
-    delivery.save(
-        update_fields=[
-            "status",
-            "response_code",
-            "last_error",
-            "claimed_at",
-            "delivered_at",
-            "next_attempt_at",
-        ]
-    )
-    if delivery.status == WebhookDelivery.Status.RETRYING:
-        _schedule_retry(delivery, (delivery.next_attempt_at - now).total_seconds())  # type: ignore[operator]
+        delivery.next_attempt_at = now + timedelta(seconds=backoff_seconds(delivery.attempts))
+    fields = ("status", "response_code", "last_error", "claimed_at", "delivered_at")
+    outcome = {name: getattr(delivery, name) for name in (*fields, "next_attempt_at")}
+    if not claim.rows().update(**outcome):
+        # Its heartbeat went stale and another job took it over: that one's outcome stands.
+        logger.warning("webhook delivery %s: outcome dropped, taken over", delivery.pk)
+        delivery.refresh_from_db()
+        return delivery
     logger.info(
         "webhook delivery %s %s: %s after %s attempt(s) (code %s)",
         delivery.pk,
@@ -264,23 +203,12 @@ def delivery_attempt(*, delivery_id: str) -> WebhookDelivery | None:
     return delivery
 
 
-def deliveries_resume() -> int:
-    """Queue every delivery that is due: retries in inline mode, jobs lost with Redis or
-    never queued (queue unreachable), or a worker that died mid-send. Safe at any time: the
-    claim makes a duplicate job a no-op. Run it from cron with `manage.py send_webhooks`."""
-    now = timezone.now()
-    due = list(WebhookDelivery.objects.filter(_due(now)).values_list("pk", flat=True))
-    for pk in due:
-        enqueue(DELIVER_JOB, str(pk), job_id=f"webhook-{pk}-resume-{int(now.timestamp())}")
-    return len(due)
-
-
 def delivery_retry_now(*, delivery: WebhookDelivery) -> bool:
     """Give a failed or waiting delivery one more attempt now (the admin's "Send again")."""
     updated = WebhookDelivery.objects.filter(
         pk=delivery.pk,
         status__in=[WebhookDelivery.Status.FAILED, WebhookDelivery.Status.RETRYING],
-    ).update(status=WebhookDelivery.Status.PENDING, next_attempt_at=timezone.now())
+    ).update(status=WebhookDelivery.Status.PENDING, next_attempt_at=timezone.now(), error_code="")
     if updated:
-        _queue_delivery(delivery.pk, attempt=delivery.attempts + 1)
+        jobs.submit(DELIVERY, [delivery.pk])
     return bool(updated)

@@ -13,8 +13,12 @@ class ReliabilityConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
+        from core import jobs
         from engine.fields.library import load_packs
         from engine.fields.templates import TemplateError
+        from reliability.jobs import RUN
+
+        jobs.register(RUN)
 
         # Template packs are validated at start-up: a broken pack stops the process loudly.
         try:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from core import jobs
 from engine.schemas import Decision, Severity
 
 # The engine's enums are the one source; these are their labels for forms and the admin.
@@ -19,13 +18,13 @@ SEVERITIES = [(s.value, s.value.title()) for s in Severity]
 
 
 class Run(models.Model):
-    QUEUE_UNREACHABLE = "queue_unreachable"  # error_code: the run never reached a worker
+    QUEUE_UNREACHABLE = jobs.QUEUE_UNREACHABLE  # error_code: the run never reached a worker
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
         RUNNING = "running", "Running"
         # Transient trouble (rate limits, outages, a spent daily budget): the run resumes by
-        # itself at retry_at, and wait_reason says why.
+        # itself at retry_at (the recovery pass sends it then), and wait_reason says why.
         WAITING = "waiting", "Waiting for the language model"
         COMPLETED = "completed", "Completed"
         FAILED = "failed", "Failed"
@@ -56,6 +55,8 @@ class Run(models.Model):
     llm_log = models.JSONField(default=list, blank=True)  # per call: operation, tokens, latency
     # The independent gate's view: second classifier, its type, agreement, confirmation.
     gate = models.JSONField(default=dict, blank=True)
+    # When the run is next to be tried: a waiting run's next try; a pending run's moment it
+    # was queued (core.jobs: it is due from then on). None once it finished or failed.
     retry_at = models.DateTimeField(null=True, blank=True)
     wait_reason = models.CharField(max_length=300, blank=True)
     waits = models.PositiveIntegerField(default=0)
@@ -65,10 +66,11 @@ class Run(models.Model):
     few_shot_ids = models.JSONField(default=list, blank=True)
     duration_seconds = models.FloatField(null=True, blank=True)
     error = models.TextField(blank=True)
-    # Why it failed, for machines: QUEUE_UNREACHABLE failures are resumed by the recovery pass.
+    # Why it failed, for machines (core.jobs codes: queue_unreachable failures are resumed by
+    # the recovery pass; worker_lost ones are not).
     error_code = models.CharField(max_length=32, blank=True)
-    job_tries = models.PositiveIntegerField(default=0)
-    claimed_at = models.DateTimeField(null=True, blank=True)
+    job_tries = models.PositiveIntegerField(default=0)  # claims since it was started or waited
+    claimed_at = models.DateTimeField(null=True, blank=True)  # the heartbeat while it runs
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -103,12 +105,6 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"Run {self.pk} of {self.document_id} ({self.status})"
-
-    def lease_expired(self, *, now: datetime | None = None) -> bool:
-        if self.status != self.Status.RUNNING or self.claimed_at is None:
-            return False
-        now = now or timezone.now()
-        return now - self.claimed_at > timedelta(seconds=settings.RUN_LEASE_SECONDS)
 
 
 class LLMResponse(models.Model):

@@ -1,4 +1,4 @@
-"""Reliability workflows: start a run, execute it, record the outcome, recover lost runs.
+"""Reliability workflows: start a run, execute it, record the outcome, put it aside to wait.
 
 The outcome goes downstream through ``hooks.run_decided`` (config.wiring hands it to review:
 ground truth or a packet); this module writes only the reliability tables."""
@@ -11,22 +11,16 @@ import random
 import secrets
 import time
 from collections.abc import Sequence
-from contextlib import ExitStack
 from datetime import datetime, timedelta
 from decimal import Decimal
-from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
 from django.utils import timezone
-from redis.exceptions import RedisError
 
-from core import events
+from core import events, jobs
 from core.errors import Refused
-from core.heartbeat import Heartbeat
-from core.jobs import enqueue_at, enqueue_on_commit, job_exists, jobs_run_inline
 from documents.models import Document
 from engine import llm, pipeline
 from engine.classifiers.gemini import FewShotExample, GeminiClassifier
@@ -47,21 +41,15 @@ from engine.schemas import (
 from engine.schemas import Issue as EngineIssue
 from reliability import hooks, llm_runtime, training
 from reliability.fields import classification_templates, fields_extract, fields_save, form_issues
+from reliability.jobs import RUN
 from reliability.models import ApiToken, Attempt, Issue, Run
 
 logger = logging.getLogger(__name__)
 
-RUN_JOB = "reliability.tasks.execute_run"
-QUEUE_UNREACHABLE = (
-    "The run could not be queued: the job queue is unreachable. It is queued again "
-    "automatically when the queue is back."
-)
 LOW_OCR_REASON = "document has low OCR confidence: a clinician must confirm"
 FORM_ISSUE_REASON = "the form has an ERROR issue (such as a wrong tax year): a person must confirm"
-WAIT_SLACK_SECONDS = 5  # a scheduled resumption a little early still claims its run
 WAIT_BASE_SECONDS = 15.0  # without a server hint, waits grow 15 s, 30 s, 60 s ... 15 min
 WAIT_MAX_SECONDS = 900.0
-MISSED_SCHEDULE_SECONDS = 120  # a waiting run this far past its time missed its schedule
 
 
 class RunRefused(Refused):
@@ -126,15 +114,9 @@ def run_start(
             },
             classifier="gemini" if llm.configured(settings) else "offline",
             created_by=user if user is not None and user.is_authenticated else None,
+            retry_at=timezone.now(),
         )
-        enqueue_on_commit(
-            RUN_JOB,
-            run.pk,
-            job_id=f"run-{run.pk}",
-            on_queue_error=lambda: run_fail(
-                run_id=run.pk, message=QUEUE_UNREACHABLE, code=Run.QUEUE_UNREACHABLE
-            ),
-        )
+        jobs.submit(RUN, [run.pk])
     logger.info("run created id=%s document=%s preset=%s", run.pk, document.pk, chosen.name)
     return run
 
@@ -142,32 +124,6 @@ def run_start(
 class RunSuperseded(Exception):
     """This execution lost its claim (another worker holds the run now): its outcome is
     dropped, so a run is decided once."""
-
-
-def run_heartbeat(*, run: Run) -> Heartbeat:
-    """Renews the lease of ``run`` (claimed by this execution) while it executes."""
-    rows = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING, job_tries=run.job_tries)
-    return Heartbeat(rows, field="claimed_at", interval=settings.RUN_LEASE_SECONDS / 3)
-
-
-def run_claim(*, run_id: int) -> bool:
-    """Atomically take a pending run, a waiting one whose time has come, or a running one
-    whose worker's lease expired."""
-    now = timezone.now()
-    stale = now - timedelta(seconds=settings.RUN_LEASE_SECONDS)
-    due = now + timedelta(seconds=WAIT_SLACK_SECONDS)
-    return (
-        Run.objects.filter(pk=run_id)
-        .filter(
-            Q(status=Run.Status.PENDING)
-            | Q(status=Run.Status.WAITING, retry_at__lte=due)
-            | Q(status=Run.Status.RUNNING, claimed_at__lt=stale)
-        )
-        .update(
-            status=Run.Status.RUNNING, claimed_at=now, job_tries=F("job_tries") + 1, started_at=now
-        )
-        == 1
-    )
 
 
 def _accounting(run: Run, usage: dict[str, Any], seconds: float) -> dict[str, Any]:
@@ -195,8 +151,7 @@ def run_fail(
     seconds: float | None = None,
     code: str = "",
 ) -> None:
-    """Fail a run for good (unless ``code`` is QUEUE_UNREACHABLE: recovery resumes those),
-    keeping what it spent and how long it took."""
+    """Fail a run for good, keeping what it spent and how long it took."""
     fields: dict[str, Any] = {
         "status": Run.Status.FAILED,
         "error": message,
@@ -221,7 +176,8 @@ def run_wait(
     seconds: float = 0.0,
 ) -> None:
     """Put a run aside until ``retry_at`` (the language model is unavailable, or the daily
-    budget is spent) and schedule its resumption. Past LLM_WAIT_MAX_HOURS of waiting it fails."""
+    budget is spent); the recovery pass sends it again then (core.jobs). Past
+    LLM_WAIT_MAX_HOURS of waiting it fails."""
     now = timezone.now()
     since = run.waiting_since or now
     if now - since > timedelta(hours=settings.LLM_WAIT_MAX_HOURS):
@@ -235,28 +191,17 @@ def run_wait(
         )
         return
     retry_at = max(retry_at, now + timedelta(seconds=1))
-    waits = run.waits + 1
-    with transaction.atomic():
-        Run.objects.filter(pk=run.pk).update(
-            status=Run.Status.WAITING,
-            retry_at=retry_at,
-            wait_reason=reason[:300],
-            waits=waits,
-            waiting_since=since,
-            claimed_at=None,
-            job_tries=0,  # waiting is not an interrupted try
-            **_accounting(run, usage or EMPTY_USAGE, seconds),
-        )
-        transaction.on_commit(lambda: _schedule(run.pk, retry_at, f"run-{run.pk}-wait{waits}"))
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.WAITING,
+        retry_at=retry_at,
+        wait_reason=reason[:300],
+        waits=run.waits + 1,
+        waiting_since=since,
+        claimed_at=None,
+        job_tries=0,  # waiting is not an interrupted try
+        **_accounting(run, usage or EMPTY_USAGE, seconds),
+    )
     logger.warning("run %s waits until %s: %s", run.pk, retry_at.isoformat(), reason)
-
-
-def _schedule(run_id: int, when: datetime, job_id: str) -> None:
-    try:
-        enqueue_at(RUN_JOB, run_id, when=when, job_id=job_id)
-    except RedisError:
-        # The run stays waiting: the next job any worker takes (or recover_runs) resumes it.
-        logger.exception("could not schedule run %s; it waits for recovery", run_id)
 
 
 def _wait_until(exc: llm.LLMUnavailable, waits: int) -> datetime:
@@ -271,13 +216,13 @@ def _wait_until(exc: llm.LLMUnavailable, waits: int) -> datetime:
 
 
 def run_resume(*, run: Run) -> bool:
-    """Try a waiting run now (a user's "Try now", or recover_runs after a missed schedule)."""
+    """Try a waiting run now (a user's "Try now")."""
     with transaction.atomic():
         updated = Run.objects.filter(pk=run.pk, status=Run.Status.WAITING).update(
-            status=Run.Status.PENDING, retry_at=None
+            status=Run.Status.PENDING, retry_at=timezone.now()
         )
         if updated:
-            enqueue_on_commit(RUN_JOB, run.pk, job_id=f"run-{run.pk}-resume{run.waits}")
+            jobs.submit(RUN, [run.pk])
     return bool(updated)
 
 
@@ -354,20 +299,16 @@ def run_execute(*, run_id: int, client: LLMClient | None = None) -> Run | None:
     failure puts the run in WAITING (it resumes by itself; answers already given come from the
     cache); a permanent one fails it with the reason; a failed re-ask escalates what it has.
     """
-    if not run_claim(run_id=run_id):
+    claim = jobs.claim(RUN, run_id)
+    if claim is None:
         logger.info("run %s not claimable (done, failed, waiting or running elsewhere)", run_id)
         return None
     run = Run.objects.select_related("document").get(pk=run_id)
-    if run.job_tries > settings.RUN_MAX_JOB_TRIES:
-        run_fail(run_id=run_id, message=f"Gave up after {run.job_tries - 1} interrupted tries.")
-        return None
-    with ExitStack() as stack:
-        if not jobs_run_inline():
-            stack.enter_context(run_heartbeat(run=run))
-        return _run_execute_claimed(run, client=client)
+    with claim.heartbeat():
+        return _run_execute_claimed(run, claim=claim, client=client)
 
 
-def _run_execute_claimed(run: Run, *, client: LLMClient | None) -> Run:
+def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | None) -> Run:
     run_id = run.pk
     started = time.perf_counter()
     document = run.document
@@ -470,11 +411,7 @@ def _run_execute_claimed(run: Run, *, client: LLMClient | None) -> Run:
     usage = client.usage() if client is not None else EMPTY_USAGE
 
     with transaction.atomic():
-        if (
-            not Run.objects.select_for_update()
-            .filter(pk=run_id, status=Run.Status.RUNNING, job_tries=run.job_tries)
-            .exists()
-        ):
+        if not claim.holds():
             raise RunSuperseded(str(run_id))
         for record in outcome.attempts:
             attempt = Attempt.objects.create(
@@ -545,93 +482,6 @@ def _run_execute_claimed(run: Run, *, client: LLMClient | None) -> Run:
         usage["calls"],
     )
     return run
-
-
-def recover_stale_runs() -> dict[str, int]:
-    """Runs left "running" by a worker that died: queue them again, or fail them for good."""
-    stale = timezone.now() - timedelta(seconds=settings.RUN_LEASE_SECONDS)
-    requeued = failed = 0
-    for run in Run.objects.filter(status=Run.Status.RUNNING, claimed_at__lt=stale):
-        if run.job_tries >= settings.RUN_MAX_JOB_TRIES:
-            run_fail(
-                run_id=run.pk,
-                message=f"The worker was lost {run.job_tries} time(s); "
-                "giving up. Start a new run to try again.",
-            )
-            failed += 1
-            continue
-        with transaction.atomic():
-            updated = Run.objects.filter(
-                pk=run.pk, status=Run.Status.RUNNING, claimed_at=run.claimed_at
-            ).update(status=Run.Status.PENDING, claimed_at=None)
-            if updated:
-                enqueue_on_commit(
-                    RUN_JOB,
-                    run.pk,
-                    job_id=f"run-{run.pk}-retry{run.job_tries}",
-                    on_queue_error=partial(
-                        run_fail,
-                        run_id=run.pk,
-                        message=QUEUE_UNREACHABLE,
-                        code=Run.QUEUE_UNREACHABLE,
-                    ),
-                )
-                requeued += 1
-    if requeued or failed:
-        logger.warning("recovered stale runs: %s requeued, %s failed", requeued, failed)
-    return {"requeued": requeued, "failed": failed}
-
-
-def runs_recover_unqueued() -> dict[str, int]:
-    """Runs that never reached a worker: failed only because the queue was unreachable, or
-    pending so long (QUEUE_LOST_SECONDS) that Redis must have lost their job. Queue them again;
-    if the queue is still unreachable, the run keeps its queue failure for the next pass."""
-    counts = {"resumed": 0, "lost": 0}
-    for run in Run.objects.filter(status=Run.Status.FAILED, error_code=Run.QUEUE_UNREACHABLE):
-        counts["resumed"] += _requeue_run(run, status=Run.Status.FAILED, job=f"run-{run.pk}")
-    lost_before = timezone.now() - timedelta(seconds=settings.QUEUE_LOST_SECONDS)
-    for run in Run.objects.filter(
-        status=Run.Status.PENDING, created_at__lt=lost_before, claimed_at__isnull=True
-    ):
-        job = f"run-{run.pk}-requeue{run.job_tries}"
-        if not job_exists(f"run-{run.pk}") and not job_exists(job):
-            counts["lost"] += _requeue_run(run, status=Run.Status.PENDING, job=job)
-    if any(counts.values()):
-        logger.warning("recovered unqueued runs: %s", counts)
-    return counts
-
-
-def _requeue_run(run: Run, *, status: str, job: str) -> bool:
-    with transaction.atomic():
-        updated = Run.objects.filter(pk=run.pk, status=status).update(
-            status=Run.Status.PENDING, error="", error_code="", finished_at=None
-        )
-        if updated:
-            enqueue_on_commit(
-                RUN_JOB,
-                run.pk,
-                job_id=job,
-                on_queue_error=partial(
-                    run_fail, run_id=run.pk, message=QUEUE_UNREACHABLE, code=Run.QUEUE_UNREACHABLE
-                ),
-            )
-    return (
-        bool(updated)
-        and not Run.objects.filter(pk=run.pk, error_code=Run.QUEUE_UNREACHABLE).exists()
-    )
-
-
-def resume_overdue_runs(*, grace_seconds: float = MISSED_SCHEDULE_SECONDS) -> int:
-    """Waiting runs whose time came more than ``grace_seconds`` ago missed their scheduled
-    resumption (a worker without ``--with-scheduler``, inline mode): queue them now."""
-    overdue = timezone.now() - timedelta(seconds=grace_seconds)
-    resumed = sum(
-        run_resume(run=run)
-        for run in Run.objects.filter(status=Run.Status.WAITING, retry_at__lt=overdue)
-    )
-    if resumed:
-        logger.warning("resumed %s overdue waiting run(s)", resumed)
-    return resumed
 
 
 # -- API tokens -----------------------------------------------------------------------------------

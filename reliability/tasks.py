@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 
-from core.jobs import jobs_run_inline
 from reliability import services
 
 logger = logging.getLogger(__name__)
@@ -12,11 +11,6 @@ logger = logging.getLogger(__name__)
 
 def execute_run(run_id: int) -> str:
     """Classify and verify one document. Running it twice creates no second run or packet."""
-    # Cheap, indexed: any live worker rescues lost runs and waiting runs whose schedule was
-    # missed. Inline, resuming here would chain other runs into this request: cron does it.
-    services.recover_stale_runs()
-    if not jobs_run_inline():
-        services.resume_overdue_runs()
     try:
         run = services.run_execute(run_id=run_id)
     except services.RunSuperseded:

@@ -156,6 +156,12 @@ def reviewer_client(client: Any, reviewer: Any) -> Any:
     return client
 
 
+def use_redis(settings: Any, url: str) -> None:
+    """Jobs go to the Redis at ``url``: REDIS_URL (RQ, not inline) and the django-rq queue."""
+    settings.REDIS_URL = url
+    settings.RQ_QUEUES = {"default": {"URL": url, "DEFAULT_TIMEOUT": 60}}
+
+
 @pytest.fixture
 def redis_url(settings: Any) -> Iterator[str]:
     """Jobs go to a real Redis (a database of its own, emptied around the test)."""
@@ -163,7 +169,7 @@ def redis_url(settings: Any) -> Iterator[str]:
 
     connection_ = Redis.from_url(TEST_REDIS_URL)
     connection_.flushdb()
-    settings.REDIS_URL = TEST_REDIS_URL
+    use_redis(settings, TEST_REDIS_URL)
     yield TEST_REDIS_URL
     connection_.flushdb()
 
@@ -185,8 +191,9 @@ def worker_env(redis_url: str) -> dict[str, str]:
 def run_burst_worker(
     redis_url: str, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """A real RQ worker in its own process that drains the queue and exits. Extra arguments
-    go to rqworker (``--with-scheduler`` also enqueues scheduled jobs that are due)."""
+    """A real RQ worker in its own process that drains the queue and exits. It runs one
+    recovery pass first (config.worker), so work that is due is sent and done too. Extra
+    arguments go to rqworker."""
     assert connection.vendor == "postgresql", "worker tests need the PostgreSQL test database"
     return subprocess.run(
         [sys.executable, "manage.py", "rqworker", "--burst", *args, "default"],

@@ -95,3 +95,9 @@ def test_the_run_deadline_must_fit_between_a_call_timeout_and_the_job_timeout():
         "check", env={"LLM_DAILY_BUDGET_USD": "20", "GEMINI_MODEL": "unknown-model"}
     )
     assert "LLM_DAILY_BUDGET_USD needs a price for unknown-model" in budget.stderr
+
+
+def test_a_job_heartbeat_must_beat_at_least_twice_before_it_goes_stale():
+    stale = run_manage("check", env={"JOB_HEARTBEAT_SECONDS": "30", "JOB_STALE_SECONDS": "45"})
+    assert stale.returncode != 0
+    assert "JOB_STALE_SECONDS=45 must be at least twice JOB_HEARTBEAT_SECONDS=30" in stale.stderr

@@ -12,11 +12,13 @@ from django.utils import timezone
 from rq import Queue
 
 from benchmarks.pdfgen import image_pdf, text_pdf
+from core import jobs
 from core.jobs import get_queue
 from documents import pages, services, tasks, untrusted
+from documents.jobs import INGEST
 from documents.models import Document, Page
 from documents.pages import UnreadableDocument
-from tests.conftest import run_burst_worker
+from tests.conftest import run_burst_worker, use_redis
 
 # Real commits: ingestion is queued with transaction.on_commit, as in production.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -115,11 +117,11 @@ def test_an_unexpected_crash_is_recorded_as_a_failure_not_left_running(pathology
 
 def test_an_ingestion_abandoned_by_a_dead_worker_can_be_retried(pathology_pdf, settings, redis_url):
     document = services.document_create(filename="path.pdf", content=pathology_pdf, user=None)
-    assert services.document_claim_for_ingest(document_id=str(document.pk))
+    assert jobs.claim(INGEST, document.pk)
     document.refresh_from_db()
     assert not document.can_retry  # still fresh: a worker may be on it
 
-    long_ago = timezone.now() - timedelta(seconds=settings.INGEST_STALE_SECONDS + 1)
+    long_ago = timezone.now() - timedelta(seconds=settings.JOB_STALE_SECONDS + 1)
     # Its heartbeat stopped: the lease ran out.
     Document.objects.filter(pk=document.pk).update(
         ingest_started_at=long_ago, heartbeat_at=long_ago
@@ -136,7 +138,7 @@ def test_an_ingestion_abandoned_by_a_dead_worker_can_be_retried(pathology_pdf, s
 def test_an_unreachable_queue_fails_the_document_visibly_and_keeps_the_file(
     pathology_pdf, settings, reviewer_client
 ):
-    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    use_redis(settings, "redis://127.0.0.1:1/0")  # nothing listens on port 1
     response = reviewer_client.post(
         reverse("documents:upload"), {"documents": [SimpleUploadedFile("path.pdf", pathology_pdf)]}
     )
@@ -153,30 +155,30 @@ def test_an_unreachable_queue_fails_the_document_visibly_and_keeps_the_file(
 def test_a_queue_failure_is_marked_and_read_by_the_recovery_pass_once_the_queue_is_back(
     pathology_pdf, settings
 ):
-    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    use_redis(settings, "redis://127.0.0.1:1/0")
     document = services.document_create(filename="path.pdf", content=pathology_pdf, user=None)
     document.refresh_from_db()
     assert document.error_code == Document.QUEUE_UNREACHABLE
 
-    assert services.documents_recover()["resumed"] == 0  # still unreachable: still marked
+    assert jobs.recover()["ingest"]["resumed"] == 0  # still unreachable: still marked
     document.refresh_from_db()
     assert (document.status, document.error_code) == ("failed", Document.QUEUE_UNREACHABLE)
 
     settings.REDIS_URL = ""  # the queue is back (inline here)
-    assert services.documents_recover()["resumed"] == 1
+    assert jobs.recover()["ingest"]["resumed"] == 1
     document.refresh_from_db()
     assert document.status == Document.Status.READY and document.error_code == ""
 
 
 def test_an_ingestion_that_kills_its_worker_every_time_fails_for_good(pathology_pdf, settings):
     document = services.document_create(filename="path.pdf", content=pathology_pdf, user=None)
-    long_ago = timezone.now() - timedelta(seconds=settings.INGEST_STALE_SECONDS + 1)
+    long_ago = timezone.now() - timedelta(seconds=settings.JOB_STALE_SECONDS + 1)
     Document.objects.filter(pk=document.pk).update(
         status=Document.Status.INGESTING,
         ingest_attempts=settings.INGEST_MAX_ATTEMPTS,
         heartbeat_at=long_ago,
     )
-    assert services.documents_recover()["failed"] == 1
+    assert jobs.recover()["ingest"]["failed"] == 1
     document.refresh_from_db()
     assert document.status == Document.Status.FAILED and document.error_code == "worker_lost"
     assert f"{settings.INGEST_MAX_ATTEMPTS} time(s)" in document.error
@@ -184,7 +186,7 @@ def test_an_ingestion_that_kills_its_worker_every_time_fails_for_good(pathology_
 
 def test_an_ingestion_that_lost_its_claim_drops_its_result(pathology_pdf, settings, redis_url):
     document = services.document_create(filename="path.pdf", content=pathology_pdf, user=None)
-    assert services.document_claim_for_ingest(document_id=str(document.pk))
+    assert jobs.claim(INGEST, document.pk)
     document.refresh_from_db()
     # Meanwhile its lease ran out and another job claimed the document (attempt 2).
     Document.objects.filter(pk=document.pk).update(ingest_attempts=2)

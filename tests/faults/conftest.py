@@ -1,5 +1,5 @@
 """Fault fixtures: a private Redis that a test may stop and start (never the shared one), and
-real long-running RQ workers (with the scheduler and the recovery loop) that a test may kill."""
+real long-running RQ workers (with their recovery loop) that a test may kill."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, worker_env
+from tests.conftest import ROOT, use_redis, worker_env
 
 FAST_RECOVERY = {
     "RECOVERY_INTERVAL_SECONDS": "1",
-    "INGEST_STALE_SECONDS": "3",
-    "RUN_LEASE_SECONDS": "3",
+    "JOB_HEARTBEAT_SECONDS": "1",
+    "JOB_STALE_SECONDS": "3",
     "QUEUE_LOST_SECONDS": "2",
 }
 
@@ -98,8 +98,7 @@ def private_redis(settings: Any, tmp_path: Path) -> Iterator[PrivateRedis]:
         pytest.skip("redis-server is not installed")
     server = PrivateRedis(_free_port(), tmp_path)
     server.start()
-    settings.REDIS_URL = server.url
-    settings.RQ_QUEUES = {"default": {"URL": server.url, "DEFAULT_TIMEOUT": 60}}
+    use_redis(settings, server.url)
     yield server
     server.stop()
 
@@ -110,19 +109,24 @@ class Workers:
         self.log = log
         self.processes: list[subprocess.Popen[str]] = []
 
-    def start(self, **env: str) -> subprocess.Popen[str]:
+    def start(self, *, fast: bool = True, **env: str) -> subprocess.Popen[str]:
+        """A worker with FAST_RECOVERY settings, or (``fast=False``) the defaults."""
         process = subprocess.Popen(
             [
                 sys.executable,
                 "manage.py",
                 "rqworker",
-                "--with-scheduler",
                 "--worker-class",
                 "tests.faults.slow_worker.SlowWorker",
                 "default",
             ],
             cwd=ROOT,
-            env={**worker_env(self.redis.url), **FAST_RECOVERY, "FAULT_LOG": str(self.log), **env},
+            env={
+                **worker_env(self.redis.url),
+                **(FAST_RECOVERY if fast else {}),
+                "FAULT_LOG": str(self.log),
+                **env,
+            },
             stdout=subprocess.DEVNULL,
             stderr=open(self.log.with_suffix(f".worker{len(self.processes)}.err"), "w"),  # noqa: SIM115
             text=True,

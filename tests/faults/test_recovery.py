@@ -57,34 +57,69 @@ def upload(n: int, reviewer: Any) -> Document:
     return document_create(filename=f"report-{n}.txt", content=report(n), user=reviewer)
 
 
+def requeued_within(seconds: float, condition: Any, *, since: float, what: str) -> float:
+    """Seconds from ``since`` (a time.monotonic()) until ``condition`` (the work was queued
+    again), printed; fails past ``seconds``."""
+    wait_for(condition, timeout=seconds + 30, what=what)
+    took = time.monotonic() - since
+    print(f"\n[measured] {what}: {took:.1f} s after the SIGKILL (target < {seconds:g} s)")
+    assert took < seconds, f"{what} took {took:.1f} s"
+    return took
+
+
 def test_a_worker_killed_mid_ingest_is_replaced_and_the_document_decided_once(workers, reviewer):
-    first = workers.start(FAULT_INGEST_SLEEP="60")
+    # Default heartbeat, stale and recovery settings: what an operator gets.
+    first = workers.start(fast=False, FAULT_INGEST_SLEEP="600")
     document = upload(1, reviewer)
     wait_for(lambda: workers.lines("ingest-start"), what="the ingestion to start")
     assert Document.objects.get(pk=document.pk).status == Document.Status.INGESTING
     workers.kill(first)
-    workers.start()  # nobody presses Retry: the new worker's recovery loop takes it over
+    killed = time.monotonic()
+    workers.start(fast=False)  # nobody presses Retry: the new worker's recovery loop takes it over
 
+    requeued_within(
+        120,
+        lambda: (
+            Document.objects.filter(pk=document.pk)
+            .exclude(status=Document.Status.INGESTING, ingest_attempts=1)
+            .exists()
+        ),
+        since=killed,
+        what="the killed ingestion queued again",
+    )
     wait_for(lambda: decided(document.pk), what="the document to be decided")
+    print(f"[measured] the document decided {time.monotonic() - killed:.1f} s after the SIGKILL")
     assert_decided_once(document.pk)
     assert Document.objects.get(pk=document.pk).ingest_attempts == 2
 
 
 def test_a_worker_killed_mid_run_is_replaced_and_the_run_decided_once(workers, reviewer):
-    first = workers.start(FAULT_RUN_SLEEP="60")
+    first = workers.start(fast=False, FAULT_RUN_SLEEP="600")
     document = upload(2, reviewer)
     wait_for(lambda: workers.lines("classify-start"), what="the run to start")
     workers.kill(first)
-    workers.start()
+    killed = time.monotonic()
+    workers.start(fast=False)
 
+    requeued_within(
+        120,
+        lambda: (
+            Run.objects.filter(document=document)
+            .exclude(status=Run.Status.RUNNING, job_tries=1)
+            .exists()
+        ),
+        since=killed,
+        what="the killed run queued again",
+    )
     wait_for(lambda: decided(document.pk), what="the run to be decided")
+    print(f"[measured] the run decided {time.monotonic() - killed:.1f} s after the SIGKILL")
     run = assert_decided_once(document.pk)
     assert run.job_tries == 2
 
 
 def test_a_run_outliving_its_lease_is_renewed_and_never_executed_twice(workers, reviewer):
-    # The lease is 3 s and the run takes 8 s; a second worker's recovery loop looks every
-    # second for runs whose lease ran out.
+    # A heartbeat goes stale after 3 s and the run takes 8 s; a second worker's recovery loop
+    # looks every second for runs whose heartbeat went stale.
     workers.start(FAULT_RUN_SLEEP="8")
     workers.start(FAULT_RUN_SLEEP="8")
     document = upload(3, reviewer)

@@ -1,5 +1,5 @@
 """A local HTTP server that receives webhooks: it records every request and answers from a
-script of status codes (then 200)."""
+script of status codes (then 200), or 503 while ``down`` is set."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    status: int = 200
 
 
 class Receiver:
     def __init__(self, *statuses: int) -> None:
         self.script: deque[int] = deque(statuses)
         self.received: list[Received] = []
+        self.down = False  # answer 503 to everything (a receiver down for maintenance)
         self.lock = threading.Lock()
         receiver = self
 
@@ -29,8 +31,11 @@ class Receiver:
                 length = int(self.headers.get("Content-Length", 0))
                 body = self.rfile.read(length)
                 with receiver.lock:
-                    receiver.received.append(Received(self.path, dict(self.headers), body))
-                    status = receiver.script.popleft() if receiver.script else 200
+                    if receiver.down:
+                        status = 503
+                    else:
+                        status = receiver.script.popleft() if receiver.script else 200
+                    receiver.received.append(Received(self.path, dict(self.headers), body, status))
                 answer = b"ok" if status < 300 else b"receiver is down for maintenance"
                 self.send_response(status)
                 self.send_header("Content-Type", "text/plain")

@@ -406,7 +406,7 @@ def test_runs_hit_by_a_429_storm_wait_and_resume_by_themselves(redis_url, settin
             LLM_BACKOFF_BASE_SECONDS="0.05",
         )
         worker = subprocess.Popen(
-            [sys.executable, "manage.py", "rqworker", "--with-scheduler", "default"],
+            [sys.executable, "manage.py", "rqworker", "default"],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,

@@ -11,8 +11,10 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
+from core import jobs
 from core.jobs import get_queue
 from reliability import services, tasks
+from reliability.jobs import RUN
 from reliability.models import Run
 from review.models import GroundTruth, ReviewPacket
 from tests.conftest import ready_document, run_burst_worker
@@ -85,9 +87,9 @@ def test_a_run_abandoned_by_a_dead_worker_is_queued_again_and_completes(settings
     settings.AUTO_CLASSIFY = False
     run = Run.objects.create(document=document, preset="clinical", classifier="offline")
     # A worker claimed it, then died: the row says running, nobody is working on it.
-    assert services.run_claim(run_id=run.pk)
+    assert jobs.claim(RUN, run.pk)
     Run.objects.filter(pk=run.pk).update(
-        claimed_at=timezone.now() - timedelta(seconds=settings.RUN_LEASE_SECONDS + 5)
+        claimed_at=timezone.now() - timedelta(seconds=settings.JOB_STALE_SECONDS + 5)
     )
     assert services.run_execute(run_id=run.pk) is not None  # reclaimed: the lease expired
     run.refresh_from_db()
@@ -97,14 +99,14 @@ def test_a_run_abandoned_by_a_dead_worker_is_queued_again_and_completes(settings
 def test_a_fresh_lease_is_not_stolen_and_a_stale_run_is_recovered(settings, redis_url):
     document = ready_document(RADIOLOGY)
     run = Run.objects.create(document=document, preset="clinical", classifier="offline")
-    assert services.run_claim(run_id=run.pk)
-    assert not services.run_claim(run_id=run.pk)  # a live worker holds it
+    assert jobs.claim(RUN, run.pk)
+    assert not jobs.claim(RUN, run.pk)  # a live worker holds it
 
     Run.objects.filter(pk=run.pk).update(
-        claimed_at=timezone.now() - timedelta(seconds=settings.RUN_LEASE_SECONDS + 5)
+        claimed_at=timezone.now() - timedelta(seconds=settings.JOB_STALE_SECONDS + 5)
     )
     out = io.StringIO()
-    call_command("recover_runs", stdout=out)
+    call_command("recover", stdout=out)
     assert "1 run(s) queued again, 0 failed." in out.getvalue()
     run.refresh_from_db()
     assert run.status == Run.Status.PENDING
@@ -124,7 +126,11 @@ def test_a_run_lost_too_often_is_failed_not_left_running(settings):
         job_tries=settings.RUN_MAX_JOB_TRIES,
         claimed_at=timezone.now() - timedelta(days=1),
     )
-    assert services.recover_stale_runs() == {"requeued": 0, "failed": 1}
+    recovered = jobs.recover()["run"]
+    assert {"requeued": recovered["requeued"], "failed": recovered["failed"]} == {
+        "requeued": 0,
+        "failed": 1,
+    }
     run.refresh_from_db()
     assert run.status == Run.Status.FAILED and "giving up" in run.error
 

@@ -9,9 +9,11 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core import jobs
 from core.jobs import jobs_run_inline
+from documents.jobs import INGEST
 from documents.models import Document
-from documents.services import DuplicateUpload, documents_create_many, documents_requeue_lost
+from documents.services import DuplicateUpload, documents_create_many
 from documents.validation import UploadRefused, check_size
 
 SUFFIXES = {".pdf", ".txt"}
@@ -109,7 +111,7 @@ class Command(BaseCommand):
                     refused += 1
                     self.stderr.write(f"refused  {path}: {result.message}")
             # Present from an earlier run that stopped before queueing them: queue them now.
-            requeued += documents_requeue_lost(documents=present)
+            requeued += jobs.requeue_lost(INGEST, [document.pk for document in present])
             done += len(batch)
             now = time.monotonic()
             if not verbose and (now - last_progress >= PROGRESS_SECONDS or done == len(files)):

@@ -17,10 +17,11 @@ logger = logging.getLogger(__name__)
 class Heartbeat:
     """While the block runs, a daemon thread sets ``field`` to now on the rows of ``rows``
     (filtered so that it matches only while this job still holds the claim) every ``interval``
-    seconds. The thread has its own database connection and closes it when it stops.
+    seconds, and stops once it matches nothing (the claim is gone: finished, failed, or taken
+    over). The thread has its own database connection and closes it when it stops.
 
-    A job killed with its process stops beating too, so its lease runs out and recovery
-    takes the work over; a job alive but slow keeps its lease however long it takes."""
+    A job killed with its process stops beating too, so its heartbeat goes stale and the
+    recovery pass takes the work over; a job alive but slow keeps it however long it takes."""
 
     def __init__(self, rows: QuerySet[Any], *, field: str, interval: float) -> None:
         self.rows = rows
@@ -28,7 +29,7 @@ class Heartbeat:
         self.interval = max(0.2, interval)
         self.beats = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="lease-heartbeat", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="job-heartbeat", daemon=True)
 
     def __enter__(self) -> Heartbeat:
         self._thread.start()
@@ -51,7 +52,7 @@ class Heartbeat:
                         return  # the claim is gone (finished, failed, or taken over)
                     self.beats += 1
                 except Exception:  # a database hiccup: try again at the next beat
-                    logger.exception("lease heartbeat failed")
+                    logger.exception("job heartbeat failed")
                     close_old_connections()
         finally:
             connection.close()

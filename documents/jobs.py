@@ -1,0 +1,45 @@
+"""Ingestion as background work (core.jobs): a document is queued while uploaded, running
+while ingesting, and fails for good when reading it keeps killing its worker."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+
+from core.jobs import Work
+from documents.models import Document
+
+QUEUE_UNREACHABLE = (
+    "The file is stored, but it could not be queued for reading because the job queue is "
+    "unreachable. It is queued again automatically when the queue is back; nothing to do."
+)
+INGEST_LOST = (
+    "Reading this file stopped the worker {n} time(s) (it was killed or ran out of memory or "
+    "time); it is not tried again. Check the file, then retry or upload a repaired copy."
+)
+
+
+def _given_up(document: Document, now: datetime) -> dict[str, Any]:
+    return {"error": INGEST_LOST.format(n=document.ingest_attempts), "updated_at": now}
+
+
+INGEST = Work(
+    name="ingest",
+    label="document(s)",
+    func="documents.tasks.ingest_document",
+    model=Document,
+    queued=Document.Status.UPLOADED,
+    running=Document.Status.INGESTING,
+    failed=Document.Status.FAILED,
+    attempts="ingest_attempts",
+    heartbeat="heartbeat_at",
+    queued_since="updated_at",
+    max_attempts=lambda: int(settings.INGEST_MAX_ATTEMPTS),
+    give_up=_given_up,
+    unreachable=lambda now: {"error": QUEUE_UNREACHABLE, "updated_at": now},
+    unreachable_fails=True,
+    on_claim=lambda now: {"ingest_started_at": now, "pages_done": 0, "updated_at": now},
+    on_requeue=lambda now: {"error": ""},
+)
