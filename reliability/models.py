@@ -20,6 +20,19 @@ SEVERITIES = [(s.value, s.value.title()) for s in Severity]
 class Run(models.Model):
     QUEUE_UNREACHABLE = jobs.QUEUE_UNREACHABLE  # error_code: the run never reached a worker
 
+    class ErrorCode(models.TextChoices):
+        """Why a run failed, for what counts and branches on it (messages are for people)."""
+
+        LLM_FAILED = "llm_failed", "The language model call failed"
+        LLM_UNAVAILABLE_TOO_LONG = "llm_unavailable", "The language model was away too long"
+        CRASHED = "crashed", "The run failed unexpectedly"
+
+    class WaitCode(models.TextChoices):
+        """Why a run waits (wait_reason says it in words)."""
+
+        LLM_UNAVAILABLE = "llm_unavailable", "The language model is unavailable"
+        BUDGET = "budget", "The daily language-model budget is spent"
+
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
         RUNNING = "running", "Running"
@@ -59,6 +72,7 @@ class Run(models.Model):
     # was queued (core.jobs: it is due from then on). None once it finished or failed.
     retry_at = models.DateTimeField(null=True, blank=True)
     wait_reason = models.CharField(max_length=300, blank=True)
+    wait_code = models.CharField(max_length=16, choices=WaitCode.choices, blank=True)
     waits = models.PositiveIntegerField(default=0)
     waiting_since = models.DateTimeField(null=True, blank=True)
     skipped_checks = models.JSONField(default=list, blank=True)

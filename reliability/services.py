@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from core import events, jobs
 from core.errors import Refused
+from core.rows import save_fields
 from documents.models import Document
 from engine import llm, pipeline
 from engine.classifiers.gemini import FewShotExample, GeminiClassifier
@@ -172,6 +173,7 @@ def run_wait(
     run: Run,
     retry_at: datetime,
     reason: str,
+    code: str,
     usage: dict[str, Any] | None = None,
     seconds: float = 0.0,
 ) -> None:
@@ -188,6 +190,7 @@ def run_wait(
             "again.",
             usage=usage,
             seconds=seconds,
+            code=Run.ErrorCode.LLM_UNAVAILABLE_TOO_LONG,
         )
         return
     retry_at = max(retry_at, now + timedelta(seconds=1))
@@ -195,6 +198,7 @@ def run_wait(
         status=Run.Status.WAITING,
         retry_at=retry_at,
         wait_reason=reason[:300],
+        wait_code=code,
         waits=run.waits + 1,
         waiting_since=since,
         claimed_at=None,
@@ -332,6 +336,7 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
             retry_at=llm_runtime.next_budget_day(),
             reason=f"the daily language-model budget (${settings.LLM_DAILY_BUDGET_USD:g}) is "
             "spent; the run resumes when the next day starts (00:00 UTC)",
+            code=Run.WaitCode.BUDGET,
         )
         return Run.objects.get(pk=run_id)
     preset = get_preset(run.preset)
@@ -382,6 +387,7 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
             run=run,
             retry_at=_wait_until(exc, run.waits),
             reason=f"waiting for the language model: {exc}",
+            code=Run.WaitCode.LLM_UNAVAILABLE,
             usage=usage,
             seconds=time.perf_counter() - started,
         )
@@ -393,6 +399,7 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
             message=f"The language model call failed: {exc}",
             usage=usage,
             seconds=time.perf_counter() - started,
+            code=Run.ErrorCode.LLM_FAILED,
         )
         logger.warning("run %s failed: LLM error %s", run_id, exc)
         return Run.objects.get(pk=run_id)
@@ -434,23 +441,25 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
             )
             Issue.objects.bulk_create(_issue_rows(attempt, record))
         fields_save(run=run, rows=extractions)
-        for name, value in _accounting(run, usage, time.perf_counter() - started).items():
-            setattr(run, name, value)
-        run.status = Run.Status.COMPLETED
-        run.final_decision = decision.value
-        run.attempts_count = len(outcome.attempts)
-        run.best_attempt_number = best.number
-        run.stopped_reason = stopped[:200]
-        run.classifier = primary.name
-        run.model = primary.model
-        run.prompt_version = primary.prompt_version
-        run.gate = _gate_summary(second, gate, best)
-        run.few_shot_ids = [e.key for e in examples]
-        run.retry_at = None
-        run.wait_reason = ""
-        run.skipped_checks = sorted(set(best.verification.skipped))
-        run.finished_at = timezone.now()
-        run.save()
+        save_fields(
+            run,
+            **_accounting(run, usage, time.perf_counter() - started),
+            status=Run.Status.COMPLETED,
+            final_decision=decision.value,
+            attempts_count=len(outcome.attempts),
+            best_attempt_number=best.number,
+            stopped_reason=stopped[:200],
+            classifier=primary.name,
+            model=primary.model,
+            prompt_version=primary.prompt_version,
+            gate=_gate_summary(second, gate, best),
+            few_shot_ids=[e.key for e in examples],
+            retry_at=None,
+            wait_reason="",
+            wait_code="",
+            skipped_checks=sorted(set(best.verification.skipped)),
+            finished_at=timezone.now(),
+        )
         outcome_ids: dict[str, Any] = {}
         for found in hooks.run_decided(
             hooks.RunDecided(

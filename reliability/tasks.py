@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from reliability import services
+from reliability.models import Run
 
 logger = logging.getLogger(__name__)
 
@@ -18,7 +19,11 @@ def execute_run(run_id: int) -> str:
         return "superseded"
     except Exception:
         logger.exception("run %s crashed", run_id)
-        services.run_fail(run_id=run_id, message="The run failed unexpectedly; see the log.")
+        services.run_fail(
+            run_id=run_id,
+            message="The run failed unexpectedly; see the log.",
+            code=Run.ErrorCode.CRASHED,
+        )
         return "failed"
     if run is None:
         return "skipped"

@@ -640,12 +640,10 @@ def llm_metrics() -> dict[str, Any]:
     )
     waiting = Run.objects.filter(status=Run.Status.WAITING).aggregate(
         runs=Count("pk"),
-        for_budget=Count("pk", filter=Q(wait_reason__startswith="the daily")),
+        for_budget=Count("pk", filter=Q(wait_code=Run.WaitCode.BUDGET)),
         next_try=Min("retry_at"),
     )
-    failed = llm_runs.filter(
-        status=Run.Status.FAILED, error__startswith="The language model"
-    ).count()
+    failed = llm_runs.filter(status=Run.Status.FAILED, error_code=Run.ErrorCode.LLM_FAILED).count()
     budget = settings.LLM_DAILY_BUDGET_USD
     circuit = llm_runtime.circuit_state()
     return {

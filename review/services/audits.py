@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.rows import save_fields
 from engine import quality
 from engine.schemas import (
     ClassificationOutput,
@@ -145,15 +146,17 @@ def audit_submit(
         agrees = segmentations_agree(machine_segmentation(sample), segments)
         latest = GroundTruth.objects.latest_locked(sample.document)
         standing = latest is not None and latest.pk == sample.accepted_truth_id
-        sample.status = AuditSample.Status.COMPLETED
-        sample.auditor = auditor
-        sample.audited_segments = segmentation_json(segments)
-        sample.audited_type = max(segments, key=lambda s: (s[1] - s[0], -s[0]))[2].value
-        sample.agrees = agrees
-        sample.verdict = AuditSample.Verdict.AGREES if agrees else AuditSample.Verdict.DISPUTED
-        sample.note = note
-        sample.audited_at = timezone.now()
-        sample.save()
+        save_fields(
+            sample,
+            status=AuditSample.Status.COMPLETED,
+            auditor=auditor,
+            audited_segments=segmentation_json(segments),
+            audited_type=max(segments, key=lambda s: (s[1] - s[0], -s[0]))[2].value,
+            agrees=agrees,
+            verdict=AuditSample.Verdict.AGREES if agrees else AuditSample.Verdict.DISPUTED,
+            note=note,
+            audited_at=timezone.now(),
+        )
         second = None
         if agrees and standing:
             ground_truth_settle(latest)  # type: ignore[arg-type]

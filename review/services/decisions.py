@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import events
+from core.rows import save_fields
 from engine import pipeline
 from engine.schemas import (
     SEVERITY_ORDER,
@@ -364,18 +365,13 @@ def review_submit(
             if packet.lock_expires_at
             else None,
         )
-        packet.status = ReviewPacket.Status.COMPLETED
-        packet.locked_by = None
-        packet.lock_expires_at = None
-        packet.correction_preview = {}
-        packet.save(
-            update_fields=[
-                "status",
-                "locked_by",
-                "lock_expires_at",
-                "correction_preview",
-                "updated_at",
-            ]
+        save_fields(
+            packet,
+            status=ReviewPacket.Status.COMPLETED,
+            locked_by=None,
+            lock_expires_at=None,
+            correction_preview={},
+            updated_at=timezone.now(),
         )
         decided: dict[str, Any] = {
             "packet_id": packet.pk,
@@ -471,10 +467,7 @@ def _withdraw(*, packet_id: int, user: Any, how: str) -> Review:
     SecondReview.objects.filter(first_review=review, status__in=SecondReview.OPEN_STATUSES).update(
         status=SecondReview.Status.CANCELLED
     )
-    review.withdrawn_at = timezone.now()
-    review.withdrawn_by = user
-    review.withdrawn_how = how
-    review.save(update_fields=["withdrawn_at", "withdrawn_by", "withdrawn_how"])
+    save_fields(review, withdrawn_at=timezone.now(), withdrawn_by=user, withdrawn_how=how)
     audit_record(
         user=user,
         action=AuditEvent.Action.UNDONE if how == "undone" else AuditEvent.Action.REOPENED,
@@ -549,6 +542,5 @@ def field_corrections_save(
                 corrections[f["key"]] = value.strip()
             else:
                 corrections.pop(f["key"], None)
-    packet.field_corrections = corrections
-    packet.save(update_fields=["field_corrections", "updated_at"])
+    save_fields(packet, field_corrections=corrections, updated_at=timezone.now())
     return corrections

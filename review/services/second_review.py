@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.rows import save_fields
 from documents.models import Document
 from engine import quality
 from engine.schemas import Severity
@@ -116,23 +117,29 @@ def second_review_submit(
             raise ReviewRefused("This decision already has its second review.")
         if second.first_by_id == reviewer.pk:
             raise ReviewRefused("A second review must come from a different reviewer.")
-        second.second_reviewer = reviewer
-        second.second_segments = segmentation_json(segments)
-        second.second_type = _dominant(segments)
-        second.second_note = note
-        second.second_at = timezone.now()
+        answered = {
+            "second_reviewer": reviewer,
+            "second_segments": segmentation_json(segments),
+            "second_type": _dominant(segments),
+            "second_note": note,
+            "second_at": timezone.now(),
+        }
         if agrees:
-            second.status = SecondReview.Status.AGREED
-            second.final_segments = second.first_segments
-            second.final_type = second.first_type
-            second.final_truth = _settle(second, first, fields=fields, by=reviewer, note="")
+            answered.update(
+                status=SecondReview.Status.AGREED,
+                final_segments=second.first_segments,
+                final_type=second.first_type,
+            )
+            save_fields(second, **answered)
+            save_fields(
+                second, final_truth=_settle(second, first, fields=fields, by=reviewer, note="")
+            )
             if second.audit_id is not None:
                 AuditSample.objects.filter(pk=second.audit_id).update(
                     verdict=AuditSample.Verdict.ERROR
                 )
         else:
-            second.status = SecondReview.Status.ADJUDICATION
-        second.save()
+            save_fields(second, status=SecondReview.Status.ADJUDICATION, **answered)
         audit_record(
             user=reviewer,
             action=AuditEvent.Action.SECOND_REVIEWED,
@@ -206,14 +213,19 @@ def adjudicate(
             raise ReviewRefused("This decision is not waiting for adjudication.")
         if user.pk in (second.first_by_id, second.second_reviewer_id):
             raise ReviewRefused("Adjudication must come from someone other than both reviewers.")
-        second.adjudicator = user
-        second.final_segments = segmentation_json(segments)
-        second.final_type = _dominant(segments)
-        second.adjudication_note = note
-        second.adjudicated_at = timezone.now()
-        second.final_truth = _settle(second, segments, fields=fields, by=user, note=note)
-        second.status = SecondReview.Status.ADJUDICATED
-        second.save()
+        save_fields(
+            second,
+            adjudicator=user,
+            final_segments=segmentation_json(segments),
+            final_type=_dominant(segments),
+            adjudication_note=note,
+            adjudicated_at=timezone.now(),
+        )
+        save_fields(
+            second,
+            final_truth=_settle(second, segments, fields=fields, by=user, note=note),
+            status=SecondReview.Status.ADJUDICATED,
+        )
         if second.audit_id is not None:
             machine = segmentation_of(second.audit.accepted_truth.classification)  # type: ignore[union-attr]
             AuditSample.objects.filter(pk=second.audit_id).update(
