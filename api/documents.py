@@ -165,7 +165,9 @@ def result(request: HttpRequest, document_id: UUID, history: bool = False) -> di
             extra={"state": state},
         )
     if not label_view(request.user, document).everything:
-        raise Refused(status=409, message=HELD_BACK, extra={"state": "checking"})
+        raise Refused(
+            status=409, message=HELD_BACK, code="labels_hidden", extra={"state": "checking"}
+        )
     truth = current_ground_truth(document)
     packet = ReviewPacket.objects.filter(run=run).first()
     classification = truth.classification if truth else (packet.classification if packet else {})

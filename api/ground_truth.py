@@ -122,7 +122,9 @@ def document_fhir(
 ) -> HttpResponseBase:
     document = own_document(request, document_id)
     if not label_view(request.user, document).everything:
-        raise Refused(status=409, message=HELD_BACK, extra={"state": "checking"})
+        raise Refused(
+            status=409, message=HELD_BACK, code="labels_hidden", extra={"state": "checking"}
+        )
     records = ground_truth_selection(all_versions=all_versions).filter(document=document)
     if not records.exists():
         state = processing_status(document)[0]

@@ -359,7 +359,9 @@ KEYS = [
     "a",
     "z",
 ]
-NAVIGATING = {"v", "Enter", "s", "u", "n"}
+# How long a key may take to send the page request it sends (seconds): saving keys longest,
+# so that a decision is never counted against the next key.
+PATIENCE = {"v": 0.6, "Enter": 0.6, "s": 0.3, "u": 0.3, "n": 0.3}
 SEQUENCES = 300
 
 
@@ -391,13 +393,16 @@ def test_300_random_key_sequences_record_exactly_what_the_panel_showed(
     )
     rita.on("load", lambda page: loads.append(page))
 
-    def settle(requests_before: int | None = None, loads_before: int | None = None) -> None:
-        """When the key sent a page request (a form, a link), wait until that page loaded."""
-        requests_before = len(documents) if requests_before is None else requests_before
-        loads_before = len(loads) if loads_before is None else loads_before
-        rita.wait_for_timeout(25)
-        if len(documents) == requests_before:
-            return
+    def settle(requests_before: int, loads_before: int, *, patience: float) -> None:
+        """When the key sent a page request (a form, a link), wait until that page loaded.
+        A key that may send one is given ``patience`` seconds to do so (the request reaches
+        this process a moment after the key)."""
+        waited = 0.0
+        while len(documents) == requests_before:
+            if waited >= patience:
+                return
+            rita.wait_for_timeout(20)
+            waited += 0.02
         for _ in range(500):
             if len(loads) > loads_before:
                 return
@@ -432,7 +437,7 @@ def test_300_random_key_sequences_record_exactly_what_the_panel_showed(
             shown = panel() if key in ("v", "Enter") else None
             requests_before, loads_before = len(documents), len(loads)
             rita.keyboard.press(key)
-            settle(requests_before, loads_before)
+            settle(requests_before, loads_before, patience=PATIENCE.get(key, 0.05))
             after = Review.objects.count()
             if after == before:
                 continue
