@@ -107,23 +107,43 @@ class Report:
             "seconds": round(self.seconds, 2),
         }
         if self.bundles:
-            pages = sum(b.pages_total for b in self.bundles)
-            tp = sum(len(b.true_boundaries & b.predicted_boundaries) for b in self.bundles)
-            fp = sum(len(b.predicted_boundaries - b.true_boundaries) for b in self.bundles)
-            fn = sum(len(b.true_boundaries - b.predicted_boundaries) for b in self.bundles)
-            precision = tp / (tp + fp) if tp + fp else 0.0
-            recall = tp / (tp + fn) if tp + fn else 0.0
-            result["bundles"] = {
-                "bundles": len(self.bundles),
-                "page_type_accuracy": round(sum(b.pages_correct for b in self.bundles) / pages, 4),
-                "boundary_precision": round(precision, 4),
-                "boundary_recall": round(recall, 4),
-                "boundary_f1": round(2 * precision * recall / (precision + recall), 4)
-                if precision + recall
-                else 0.0,
-                "decisions": dict(Counter(b.decision for b in self.bundles)),
-            }
+            result["bundles"] = bundle_metrics(self.bundles)
         return result
+
+
+def bundle_metrics(bundles: list[BundleResult]) -> dict[str, Any]:
+    """Page-level type accuracy and boundary precision, recall and F1 (a boundary is the first
+    page of every segment but the first), with the boundaries missed and cut wrongly."""
+    pages = sum(b.pages_total for b in bundles)
+    tp = sum(len(b.true_boundaries & b.predicted_boundaries) for b in bundles)
+    fp = sum(len(b.predicted_boundaries - b.true_boundaries) for b in bundles)
+    fn = sum(len(b.true_boundaries - b.predicted_boundaries) for b in bundles)
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    return {
+        "bundles": len(bundles),
+        "pages": pages,
+        "page_type_accuracy": round(sum(b.pages_correct for b in bundles) / pages, 4)
+        if pages
+        else 0.0,
+        "true_boundaries": tp + fn,
+        "boundary_precision": round(precision, 4),
+        "boundary_recall": round(recall, 4),
+        "boundary_f1": round(2 * precision * recall / (precision + recall), 4)
+        if precision + recall
+        else 0.0,
+        "decisions": dict(Counter(b.decision for b in bundles)),
+        "missed": {
+            b.bundle: sorted(b.true_boundaries - b.predicted_boundaries)
+            for b in bundles
+            if b.true_boundaries - b.predicted_boundaries
+        },
+        "false_cuts": {
+            b.bundle: sorted(b.predicted_boundaries - b.true_boundaries)
+            for b in bundles
+            if b.predicted_boundaries - b.true_boundaries
+        },
+    }
 
 
 Extract = Callable[[Path], list[str]]
@@ -198,35 +218,74 @@ def evaluate(
         )
         if progress and (index + 1) % 50 == 0:
             progress(f"{index + 1} documents")
-    bundles_file = corpus / "bundles" / "segments.jsonl"
-    if bundles_file.exists():
-        for line in bundles_file.read_text().splitlines():
-            if not line.strip():
-                continue
-            spec = json.loads(line)
-            pages = extract(corpus / "bundles" / spec["bundle"])
-            outcome = _run_chain(pages, classify, preset, llm, gate, calibrated)
-            output = outcome.best.output
-            truth = {}
-            for seg in spec["segments"]:
-                for page in range(seg["first_page"], seg["last_page"] + 1):
-                    truth[page] = seg["label"]
-            predicted = {}
-            for seg in output.segments:
-                for page in range(seg.start_page, seg.end_page + 1):
-                    predicted[page] = seg.dominant_type.value
-            report.bundles.append(
-                BundleResult(
-                    bundle=spec["bundle"],
-                    pages_total=len(truth),
-                    pages_correct=sum(predicted.get(p) == label for p, label in truth.items()),
-                    true_boundaries={s["first_page"] for s in spec["segments"][1:]},
-                    predicted_boundaries={s.start_page for s in output.segments[1:]},
-                    decision=outcome.decision.value,
-                )
-            )
+    report.bundles = evaluate_bundles(
+        corpus / "bundles",
+        extract=extract,
+        classify=classify,
+        preset=preset,
+        llm=llm,
+        gate=gate,
+        calibrated=calibrated,
+    )
     report.seconds = time.perf_counter() - started
     return report
+
+
+def evaluate_bundles(
+    folder: Path,
+    *,
+    extract: Extract,
+    classify: Classify,
+    preset: pipeline.Preset,
+    llm: Any = None,
+    gate: Any = None,
+    calibrated: bool = False,
+) -> list[BundleResult]:
+    """Each bundle of ``folder/segments.jsonl`` through the chain: its pages' types and where
+    its segments start, against the true segments."""
+    bundles_file = folder / "segments.jsonl"
+    results: list[BundleResult] = []
+    if not bundles_file.exists():
+        return results
+    for line in bundles_file.read_text().splitlines():
+        if not line.strip():
+            continue
+        spec = json.loads(line)
+        pages = extract(folder / spec["bundle"])
+        outcome = _run_chain(pages, classify, preset, llm, gate, calibrated)
+        output = outcome.best.output
+        truth = {}
+        for seg in spec["segments"]:
+            for page in range(seg["first_page"], seg["last_page"] + 1):
+                truth[page] = seg["label"]
+        predicted = {}
+        for seg in output.segments:
+            for page in range(seg.start_page, seg.end_page + 1):
+                predicted[page] = seg.dominant_type.value
+        results.append(
+            BundleResult(
+                bundle=spec["bundle"],
+                pages_total=len(truth),
+                pages_correct=sum(predicted.get(p) == label for p, label in truth.items()),
+                true_boundaries={s["first_page"] for s in spec["segments"][1:]},
+                predicted_boundaries={s.start_page for s in output.segments[1:]},
+                decision=outcome.decision.value,
+            )
+        )
+    return results
+
+
+def format_bundles(name: str, b: dict[str, Any]) -> list[str]:
+    lines = [
+        f"{name}: {b['bundles']}   pages {b['pages']}   page-level type accuracy "
+        f"{b['page_type_accuracy']:.3f}   boundaries {b['true_boundaries']}: precision "
+        f"{b['boundary_precision']:.3f}, recall {b['boundary_recall']:.3f}, F1 "
+        f"{b['boundary_f1']:.3f}   decisions {b['decisions']}"
+    ]
+    for label, key in (("missed", "missed"), ("cut wrongly", "false_cuts")):
+        for bundle, pages in b.get(key, {}).items():
+            lines.append(f"  {label} in {bundle}: pages {', '.join(map(str, pages))}")
+    return lines
 
 
 def format_report(metrics: dict[str, Any]) -> str:
@@ -262,14 +321,9 @@ def format_report(metrics: dict[str, Any]) -> str:
         f"{metrics['accepted_error_rate']:.3f}",
     ]
     if "bundles" in metrics:
-        b = metrics["bundles"]
-        lines += [
-            "",
-            f"Bundles: {b['bundles']}   page-level type accuracy "
-            f"{b['page_type_accuracy']:.3f}   segment-boundary F1 {b['boundary_f1']:.3f} "
-            f"(P {b['boundary_precision']:.3f}, R {b['boundary_recall']:.3f})   "
-            f"decisions {b['decisions']}",
-        ]
+        lines += ["", *format_bundles("Bundles", metrics["bundles"])]
+    if "generated_bundles" in metrics:
+        lines += ["", *format_bundles("Generated bundles", metrics["generated_bundles"])]
     return "\n".join(lines)
 
 

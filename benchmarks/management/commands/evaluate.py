@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from benchmarks import evaluation
+from benchmarks import bundles, evaluation
 from documents.services import pages_extract
 from engine.classifiers.trained import TrainedClassifier, TrainedModel, UntrustedModel
 from reliability import training
@@ -50,6 +51,14 @@ class Command(BaseCommand):
         parser.add_argument("--preset", default=None)
         parser.add_argument("--limit", type=int, default=None)
         parser.add_argument("--fields", help="expected fields (JSONL); default CORPUS/fields.jsonl")
+        parser.add_argument(
+            "--bundles",
+            type=int,
+            default=12,
+            help="also join this many bundles of the corpus's documents (different orders, "
+            "lengths and types) in a temporary folder and measure where they are cut; 0: none",
+        )
+        parser.add_argument("--seed", type=int, default=27, help="the generated bundles' seed")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["llm"] or options["candidate_model"]:
@@ -99,6 +108,29 @@ class Command(BaseCommand):
             "gate": gate.model if gate is not None else None,
             "preset": preset.name,
         }
+        if options["bundles"]:
+            with tempfile.TemporaryDirectory() as folder:
+                built = bundles.build(
+                    corpus,
+                    Path(folder),
+                    extract=extract,
+                    rows=evaluation.read_labels(corpus),
+                    count=options["bundles"],
+                    seed=options["seed"],
+                )
+                generated = evaluation.evaluate_bundles(
+                    built,
+                    extract=extract,
+                    classify=primary.classify,
+                    preset=preset,
+                    llm=client,
+                    gate=gate,
+                    calibrated=getattr(primary, "calibrated", False),
+                )
+            metrics["generated_bundles"] = {
+                **evaluation.bundle_metrics(generated),
+                "seed": options["seed"],
+            }
         fields_file = Path(options["fields"]) if options["fields"] else corpus / "fields.jsonl"
         if fields_file.exists():
             metrics["fields"] = evaluation.evaluate_fields(
