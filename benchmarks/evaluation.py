@@ -423,6 +423,8 @@ SCORE_BANDS = (
     (0.0, 0.80, "< 0.80"),
 )
 HIGH_SCORE = 0.95
+HIGH_PRECISION = 0.97  # what a document scoring HIGH_SCORE or more should reach
+HIGH_RECALL = 0.90
 
 
 def _bands(documents: list[tuple[float, FieldCounts]]) -> list[dict[str, Any]]:
@@ -468,7 +470,7 @@ def evaluate_fields(
     for loop in (False, True):
         totals = FieldCounts()
         per_field: dict[str, FieldCounts] = {}
-        per_document: list[tuple[float, FieldCounts]] = []
+        per_document: list[tuple[str, float, FieldCounts]] = []
         iterations = []
         scores = []
         for spec in specs:
@@ -482,9 +484,13 @@ def evaluate_fields(
                 per_field.setdefault(name, FieldCounts()).add(expected, predicted)
                 totals.add(expected, predicted)
                 document.add(expected, predicted)
-            per_document.append((result["score"], document))
-        bands = _bands(per_document)
+            per_document.append((row["label"], result["score"], document))
+        bands = _bands([(score, counts) for _, score, counts in per_document])
         high = bands[0]
+        by_template = {
+            doc_type: _bands([(score, c) for t, score, c in per_document if t == doc_type])
+            for doc_type in sorted({t for t, _, _ in per_document})
+        }
         modes["loop" if loop else "single_pass"] = {
             **totals.as_dict(),
             "documents": len(specs),
@@ -492,7 +498,9 @@ def evaluate_fields(
             "mean_score": round(sum(scores) / len(scores), 4) if scores else 0,
             "per_field": {k: v.as_dict() for k, v in sorted(per_field.items())},
             "score_bands": bands,
+            "reliability": by_template,
             "recall_at_high_score": high["recall"] if high["documents"] else None,
+            "precision_at_high_score": high["precision"] if high["documents"] else None,
         }
     return modes
 
@@ -531,4 +539,34 @@ def format_fields(modes: dict[str, Any]) -> str:
                 else "-"
             )
         lines.append(f"{band:<12}" + "".join(f"{c:>28}" for c in cells))
+    lines += format_reliability(modes)
     return "\n".join(lines)
+
+
+def format_reliability(modes: dict[str, Any]) -> list[str]:
+    """The reliability table: for each template, what the loop's score band says about the
+    precision and recall measured on its documents."""
+    loop = modes.get("loop") or next(iter(modes.values()))
+    lines = [
+        "",
+        f"Reliability of the loop's score per template (target: documents scoring "
+        f"{HIGH_SCORE} or more reach precision {HIGH_PRECISION} and recall {HIGH_RECALL}):",
+        f"{'template':<15}{'band':<12}{'docs':>6}{'precision':>11}{'recall':>8}",
+    ]
+    for doc_type, bands in loop.get("reliability", {}).items():
+        for b in bands:
+            if not b["documents"]:
+                continue
+            lines.append(
+                f"{doc_type:<15}{b['band']:<12}{b['documents']:>6}{b['precision']:>11.3f}"
+                f"{b['recall']:>8.3f}"
+            )
+    high = loop["score_bands"][0]
+    if high["documents"]:
+        met = high["precision"] >= HIGH_PRECISION and high["recall"] >= HIGH_RECALL
+        lines.append(
+            f"All templates, score >= {HIGH_SCORE}: {high['documents']} documents, precision "
+            f"{high['precision']:.3f}, recall {high['recall']:.3f} "
+            f"({'meets' if met else 'misses'} the target)"
+        )
+    return lines

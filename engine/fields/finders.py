@@ -229,10 +229,22 @@ _NEGATED = re.compile(
 )
 
 
+def _affirmed_tumour(line: str) -> re.Match[str] | None:
+    """The first tumour the line names that no negation before it denies ("negative for
+    metastatic carcinoma" names none)."""
+    for match in _TUMOUR.finditer(line):
+        if not _NEGATED.search(line[: match.start()]):
+            return match
+    return None
+
+
 def _diagnostic_line(body: str) -> str:
     lines = [line for line in body.split("\n") if clean(line)]
-    chosen = next((line for line in lines if _TUMOUR.search(line)), lines[0] if lines else "")
-    match = _TUMOUR.search(chosen)
+    chosen = next(
+        (line for line in lines if _affirmed_tumour(line)),
+        next((line for line in lines if _TUMOUR.search(line)), lines[0] if lines else ""),
+    )
+    match = _affirmed_tumour(chosen) or _TUMOUR.search(chosen)
     if match:
         a, b = sentence(chosen, match.start(), match.end())
         start = 0 if len(clean(chosen[:a])) < 60 else a  # keep "Site, procedure:" leads
@@ -419,7 +431,10 @@ def _marker_value(tail: str) -> str:
     end = re.search(r"(?<=[a-z%)\]])\.(?:\s|$)|;|\n", tail)
     if end:
         tail = tail[: end.start()]
-    return re.sub(r"(?:\s+(?:and|or|with))+$", "", clean(tail[:90]), flags=re.IGNORECASE)
+    value = re.sub(r"(?:\s+(?:and|or|with))+$", "", clean(tail[:90]), flags=re.IGNORECASE)
+    if value.count("(") > value.count(")"):  # "Amplified (HER2/CEP17 ...": cut at the marker
+        value = clean(value[: value.rfind("(")])
+    return value
 
 
 def _marker_hits(outline: Outline, name: str, value: str, level: int, spec: FieldSpec) -> list[Hit]:
