@@ -448,6 +448,16 @@ def _bands(documents: list[tuple[float, FieldCounts]]) -> list[dict[str, Any]]:
     return bands
 
 
+@dataclass
+class FieldCase:
+    """One document (or one segment of one) with the field values a person read in it."""
+
+    key: str
+    doc_type: str  # the template to use: the true type
+    pages: list[str]
+    expected: dict[str, Any]  # field name -> value, None (absent) or a list
+
+
 def evaluate_fields(
     corpus: Path,
     fields_file: Path,
@@ -456,16 +466,73 @@ def evaluate_fields(
     run: Callable[[str, list[str], bool], dict[str, Any]],
 ) -> dict[str, Any]:
     """Field-level precision and recall, single pass versus the loop, and how each mode's
-    score relates to what it really found (recall by score band).
+    score relates to what it really found (by score band, per template).
 
     ``run(doc_type, pages, loop)`` returns {field name: value or None} and the loop's data.
     The true label picks the template, so classification errors do not blur the figures.
+    ``fields_file`` is the corpus's expected values (doc_id, fields), or a ground-truth export
+    with its pages' text (review's JSONL export with text): reviewers' field corrections as a
+    regression set.
     """
+    records = [json.loads(line) for line in fields_file.read_text().splitlines() if line.strip()]
+    if records and "document_id" in records[0]:
+        return evaluate_field_cases(field_cases_from_ground_truth(records), run=run)
     labels = {row["doc_id"]: row for row in read_labels(corpus)}
-    specs = [json.loads(line) for line in fields_file.read_text().splitlines() if line.strip()]
-    pages_by_doc = {
-        spec["doc_id"]: extract(corpus / labels[spec["doc_id"]]["path"]) for spec in specs
-    }
+    cases = [
+        FieldCase(
+            spec["doc_id"],
+            labels[spec["doc_id"]]["label"],
+            extract(corpus / labels[spec["doc_id"]]["path"]),
+            spec["fields"],
+        )
+        for spec in records
+    ]
+    return evaluate_field_cases(cases, run=run)
+
+
+CLINICIAN_SOURCES = ("SME_VALIDATED", "SME_CORRECTED")
+
+
+def field_cases_from_ground_truth(
+    records: Iterable[dict[str, Any]], *, corrected_only: bool = False
+) -> list[FieldCase]:
+    """Field ground truth from ground-truth records (``review``'s export rows, with
+    ``pages``): each segment of a document a clinician decided, with the values the clinician
+    corrected (a cleared value: the field is absent) and, unless ``corrected_only``, the
+    values the clinician saw and let stand. Machine-accepted records are the machine's own
+    answers, not truth, and are left out; so are fields no one read (not found, uncorrected).
+    """
+    cases = []
+    for record in records:
+        if record.get("source") not in CLINICIAN_SOURCES:
+            continue
+        pages = [p["text"] if isinstance(p, dict) else p for p in record.get("pages") or []]
+        if not pages:
+            continue
+        for segment in record.get("fields") or []:
+            first, last = segment["pages"]
+            expected: dict[str, Any] = {}
+            for name, data in segment["fields"].items():
+                if data.get("corrected"):
+                    value = data.get("value")
+                    expected[name] = value if value not in ("", None) else None
+                elif not corrected_only and data.get("status") == "found":
+                    expected[name] = data.get("value")
+            if expected:
+                cases.append(
+                    FieldCase(
+                        f"{record['document_id']}:{segment['segment']}",
+                        segment["doc_type"],
+                        pages[first - 1 : last],
+                        expected,
+                    )
+                )
+    return cases
+
+
+def evaluate_field_cases(
+    cases: list[FieldCase], *, run: Callable[[str, list[str], bool], dict[str, Any]]
+) -> dict[str, Any]:
     modes: dict[str, dict[str, Any]] = {}
     for loop in (False, True):
         totals = FieldCounts()
@@ -473,18 +540,17 @@ def evaluate_fields(
         per_document: list[tuple[str, float, FieldCounts]] = []
         iterations = []
         scores = []
-        for spec in specs:
-            row = labels[spec["doc_id"]]
-            result = run(row["label"], pages_by_doc[spec["doc_id"]], loop)
+        for case in cases:
+            result = run(case.doc_type, case.pages, loop)
             iterations.append(result["iterations"])
             scores.append(result["score"])
             document = FieldCounts()
-            for name, expected in spec["fields"].items():
+            for name, expected in case.expected.items():
                 predicted = result["values"].get(name)
                 per_field.setdefault(name, FieldCounts()).add(expected, predicted)
                 totals.add(expected, predicted)
                 document.add(expected, predicted)
-            per_document.append((row["label"], result["score"], document))
+            per_document.append((case.doc_type, result["score"], document))
         bands = _bands([(score, counts) for _, score, counts in per_document])
         high = bands[0]
         by_template = {
@@ -493,7 +559,7 @@ def evaluate_fields(
         }
         modes["loop" if loop else "single_pass"] = {
             **totals.as_dict(),
-            "documents": len(specs),
+            "documents": len(cases),
             "mean_iterations": round(sum(iterations) / len(iterations), 2) if iterations else 0,
             "mean_score": round(sum(scores) / len(scores), 4) if scores else 0,
             "per_field": {k: v.as_dict() for k, v in sorted(per_field.items())},

@@ -50,7 +50,19 @@ class Command(BaseCommand):
         parser.add_argument("--json", dest="json_out", help="also write the figures here")
         parser.add_argument("--preset", default=None)
         parser.add_argument("--limit", type=int, default=None)
-        parser.add_argument("--fields", help="expected fields (JSONL); default CORPUS/fields.jsonl")
+        parser.add_argument(
+            "--fields",
+            help="expected fields (JSONL): the corpus's (doc_id, fields), or a ground-truth "
+            "export with text (reviewers' field corrections as a regression set); default "
+            "CORPUS/fields.jsonl. With --ground-truth: the database's field ground truth",
+            nargs="?",
+            const="",
+        )
+        parser.add_argument(
+            "--corrected-only",
+            action="store_true",
+            help="with field ground truth: only the values reviewers corrected",
+        )
         parser.add_argument(
             "--bundles",
             type=int,
@@ -66,9 +78,23 @@ class Command(BaseCommand):
                 raise CommandError("--llm compares on held-back ground truth: add --ground-truth.")
             self._llm_gate(options)
             return
+        if options["ground_truth"] and options["fields"] is not None and not options["model"]:
+            self._field_regression(options)
+            return
         model = self._model(options["model"])
         if options["ground_truth"]:
             self._regression_gate(model, options)
+            return
+        if not options["corpus"] and options["fields"]:
+            # A ground-truth export with text: its field ground truth alone.
+            modes = evaluation.evaluate_fields(
+                Path("."), Path(options["fields"]), extract=lambda p: [], run=self._extract_fields
+            )
+            self.stdout.write(evaluation.format_fields(modes))
+            if options["json_out"]:
+                Path(options["json_out"]).write_text(
+                    json.dumps({"fields": modes}, indent=2, sort_keys=True)
+                )
             return
         if not options["corpus"]:
             raise CommandError("Give a corpus folder (or --ground-truth).")
@@ -141,6 +167,48 @@ class Command(BaseCommand):
             self.stdout.write(evaluation.format_fields(metrics["fields"]))
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(metrics, indent=2, sort_keys=True))
+            self.stdout.write(f"Wrote {options['json_out']}")
+
+    def _field_regression(self, options: dict[str, Any]) -> None:
+        """The fields of every document a clinician decided, against the values the
+        clinicians corrected or let stand: a regression set that grows with each review."""
+        from documents.models import Page
+        from review.models import GroundTruth
+        from review.serializers import ground_truth_as_dict
+
+        latest: dict[Any, GroundTruth] = {}
+        for truth in GroundTruth.objects.select_related("document", "reviewer").order_by(
+            "document_id", "-version"
+        ):
+            latest.setdefault(truth.document_id, truth)
+        records = []
+        for truth in latest.values():
+            if truth.source not in evaluation.CLINICIAN_SOURCES or not truth.fields:
+                continue
+            row = ground_truth_as_dict(truth)
+            row["pages"] = list(
+                Page.objects.filter(document_id=truth.document_id)
+                .order_by("number")
+                .values_list("text", flat=True)
+            )
+            records.append(row)
+        cases = evaluation.field_cases_from_ground_truth(
+            records, corrected_only=options["corrected_only"]
+        )
+        if options["limit"]:
+            cases = cases[: options["limit"]]
+        if not cases:
+            raise CommandError("No field ground truth from clinicians in the database.")
+        self.stdout.write(
+            f"Field ground truth: {len(cases)} segments of {len(records)} documents decided "
+            "by clinicians."
+        )
+        modes = evaluation.evaluate_field_cases(cases, run=self._extract_fields)
+        self.stdout.write(evaluation.format_fields(modes))
+        if options["json_out"]:
+            Path(options["json_out"]).write_text(
+                json.dumps({"fields": modes}, indent=2, sort_keys=True)
+            )
             self.stdout.write(f"Wrote {options['json_out']}")
 
     def _model(self, path: str | None) -> TrainedModel | None:
