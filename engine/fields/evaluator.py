@@ -49,7 +49,15 @@ from engine.grounding import find_snippet, normalise
 
 WEIGHTS = {"completeness": 0.30, "accuracy": 0.40, "validity": 0.15, "consistency": 0.15}
 _EXPLAINED = frozenset(
-    {"negated", "not_performed", "deferred", "historical", "other_specimen", "no_unit"}
+    {
+        "negated",
+        "not_performed",
+        "deferred",
+        "historical",
+        "other_specimen",
+        "no_unit",
+        "uncertain_significance",
+    }
 )
 CRITICAL, MAJOR, MINOR = "critical", "major", "minor"
 _DIGITS = re.compile(r"\d+")

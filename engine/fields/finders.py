@@ -28,6 +28,7 @@ from engine.fields.templates import FieldSpec
 from engine.fields.text import DATE, clean, first_date, sentence, snippet, valid_date
 
 MAX_LEVEL = 2
+LEVEL2_CANDIDATES = 5  # values read by their own pattern: the first few, in reading order
 RESULT_LINE = 100  # a short line of its own: a result row ("MSI-High", "TMB-Low")
 PROSE_LINE = 400  # a longer "line" is a paragraph (flattened XML): interpretation, not a result
 
@@ -264,9 +265,9 @@ def _diagnostic(value: str) -> bool:
 
 
 def histology(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
-    # A label line on a form must be followed by a diagnosis, not by the form's next label.
-    accept = _diagnostic if level == 1 else None
-    hits = labelled(spec, outline, level, pick=_diagnostic_line, accept=accept)
+    # A label line on a form must be followed by a diagnosis, not by the form's next label;
+    # "Diagnosis: Kidney, left, nephrectomy:" names the specimen, the diagnosis follows.
+    hits = labelled(spec, outline, level, pick=_diagnostic_line, accept=_diagnostic)
     if level < 2:
         return hits
     # The first malignancy named in natural order ("high grade urothelial carcinoma"), outside
@@ -285,7 +286,10 @@ def histology(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
                     continue
                 value = _cut(text[a:b], spec.max_chars)
                 hits.append(Hit(value, snippet(outline, page, a, b), page, 0, offset))
-                return hits
+                # Every candidate in reading order, a few at most: the first that its text
+                # supports is taken (a history line may name the tumour first).
+                if len(hits) >= LEVEL2_CANDIDATES:
+                    return hits
     return hits
 
 
@@ -352,7 +356,8 @@ def grade(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
                 if not _TUMOUR.search(text[a:b]) and not match.group(0).startswith("G"):
                     continue
                 hits.append(Hit(match.group(0), line.text.strip(), page, 0, offset))
-                return hits
+                if len(hits) >= LEVEL2_CANDIDATES:
+                    return hits
     return hits
 
 

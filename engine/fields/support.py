@@ -35,6 +35,7 @@ DEFERRED = "deferred"
 HISTORICAL = "historical"
 OTHER_SPECIMEN = "other_specimen"
 NO_UNIT = "no_unit"
+UNCERTAIN = "uncertain_significance"
 
 MESSAGES = {
     NEGATED: "the text denies it",
@@ -43,6 +44,7 @@ MESSAGES = {
     HISTORICAL: "the value is a prior study's or an earlier result",
     OTHER_SPECIMEN: "the value belongs to another specimen than the tumour's",
     NO_UNIT: "the value is given without its unit",
+    UNCERTAIN: "a variant of unknown significance, not a reported finding",
 }
 
 # Finder names by kind of field.
@@ -101,6 +103,12 @@ _HISTORY_SECTION = _re(
     r"\b(?:history|hx|indication|indications|reason|comparison|prior|previous|clinical"
     r"\s+(?:data|information))\b"
 )
+# A line labelled as history in title case ("Clinical history: ...") is not parsed as a section.
+_HISTORY_LINE = _re(
+    r"^\s*(?:clinical\s+|past\s+|previous\s+)?(?:history|hx|indications?|comparison"
+    r"|reason\s+for\s+(?:exam\w*|study|referral))(?:\s+of\s+present\s+illness)?\s*:"
+)
+_VUS = _re(r"\b(?:unknown|uncertain|undetermined)\s+significance\b|\bVUS\b")
 _ADDENDUM_SECTION = _re(r"\b(?:addend\w*|amended|amendment|revised|corrected)\b")
 _UNITS = {
     "measurements": _re(r"\d\s*-?\s*(?:mm|cm|ml|cc|m)\b"),
@@ -146,7 +154,9 @@ def _find_value(window: str, value: str) -> tuple[int, int] | None:
     words = [re.escape(w) for w in re.findall(r"\S+", value)]
     if not words:
         return None
-    match = re.search(r"\s+".join(words), window, re.IGNORECASE)
+    # Whole words: "1 cm" is not the end of "11 cm".
+    match = re.search(r"(?<![\w.])" + r"\s+".join(words) + r"(?![\w])", window, re.IGNORECASE)
+    match = match or re.search(r"\s+".join(words), window, re.IGNORECASE)
     return (match.start(), match.end()) if match else None
 
 
@@ -157,9 +167,13 @@ def _clause_before(text: str, start: int) -> str:
 
 
 def _clause_after(text: str, end: int) -> str:
+    """The rest of the value's clause; a parenthesis after it ("2.4 cm (previously 3.1 cm)")
+    speaks of something else."""
     tail = text[end : end + 160]
     cut = _CLAUSE.search(tail)
-    return tail[: cut.start()] if cut else tail
+    tail = tail[: cut.start()] if cut else tail
+    paren = tail.find("(")
+    return tail[:paren] if paren >= 0 else tail
 
 
 def _sentence_after(text: str, end: int) -> str:
@@ -173,6 +187,12 @@ def _after_trigger(pattern: re.Pattern[str], before: str) -> bool:
     present ("previously 1.5 cm, now 2.1 cm": 2.1 cm is current)."""
     match = pattern.search(before)
     return match is not None and not _TERMINATE.search(before[match.end() :])
+
+
+def _line_of(text: str, offset: int) -> str:
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    return text[start : len(text) if end < 0 else end]
 
 
 def specimen_part(outline: Outline, page: int, offset: int) -> str | None:
@@ -275,6 +295,8 @@ def examine(spec: FieldSpec, outline: Outline, span: Span | None, value: str) ->
             r"\d|positive|negative", value, re.IGNORECASE
         ):
             reasons.append(NOT_PERFORMED)
+    line_start = text.rfind("\n", 0, span.start) + 1
+    line = text[line_start : span.start]
     if (
         finder not in NARRATIVE
         and finder not in ("title", "organisation")
@@ -283,9 +305,15 @@ def examine(spec: FieldSpec, outline: Outline, span: Span | None, value: str) ->
             or (spec.format == "measurement" and _MEASUREMENT_PAST.search(before))
             or _HISTORY_AFTER.search(after)
             or (header and _HISTORY_SECTION.search(header) and not _ADDENDUM_SECTION.search(header))
+            or _HISTORY_LINE.match(line)
         )
     ):
         reasons.append(HISTORICAL)
+    if finder == "variants" and (
+        _VUS.search(header) or _VUS.search(_line_of(text, span.start)) or _VUS.search(before)
+    ):
+        # A variant of unknown significance is listed, not reported as a finding.
+        reasons.append(UNCERTAIN)
     if spec.format == "measurement" and _NEGATION_BEFORE.search(before):
         reasons.append(NEGATED)
     if finder in TUMOUR_PROPERTIES:

@@ -188,3 +188,58 @@ def test_an_extractors_unsupported_value_is_withdrawn_and_costs_more_than_a_miss
         evaluate(PATHOLOGY, screened, [text]).overall
         < evaluate(PATHOLOGY, screen(PATHOLOGY, silent, [text]), [text]).overall
     )
+
+
+def test_a_parenthesised_prior_value_does_not_make_the_current_one_historical():
+    text = (
+        "FINDINGS: The liver lesion measures 2.4 x 2.0 cm (previously 3.1 x 2.8 cm). The "
+        "spleen measures 11 cm. No lymph nodes larger than 1 cm.\nIMPRESSION: Smaller lesion."
+    )
+    assert fields(RADIOLOGY, text)["measurements"].value == ["2.4 x 2.0 cm", "11 cm"]
+
+
+def test_a_tumour_named_first_in_a_title_case_history_line_is_not_this_reports():
+    text = (
+        "Clinical history: history of high grade urothelial carcinoma on prior TURBT (2021).\n"
+        "DIAGNOSIS:\nA. Bladder, cystectomy:\n- Invasive urothelial carcinoma, high grade.\n"
+        "B. Lymph nodes:\n- Six lymph nodes, negative for carcinoma (0/6).\n"
+    )
+    found = fields(PATHOLOGY, text)
+    assert found["grade"].value == "high grade"
+    assert found["grade"].span is not None
+    _page, start, _end = found["grade"].span
+    assert start > text.index("DIAGNOSIS")  # the diagnosis's, not the history's
+
+
+def test_a_specimen_line_after_the_diagnosis_label_is_not_the_histology():
+    text = (
+        "Diagnosis: Kidney, left, radical nephrectomy:\n"
+        "Clear cell renal cell carcinoma, Fuhrman nuclear grade 3, 6.2 cm.\n"
+    )
+    found = fields(PATHOLOGY, text)
+    assert found["histology"].value.startswith("Clear cell renal cell carcinoma")
+    assert found["grade"].value == "Fuhrman nuclear grade 3"
+
+
+def test_variants_of_unknown_significance_are_not_reported_as_mutations():
+    text = (
+        "Genomic Findings:\nKRAS G12D\nTP53 R273H\nVariants of unknown significance: ATM "
+        "p.V410A\nEGFR mutations were not detected.\nMicrosatellite status: MS-Stable\n"
+    )
+    assert fields(GENOMIC, text)["mutations"].value == ["KRAS G12D", "TP53 R273H"]
+
+
+def test_several_tumours_lower_the_score_of_a_tumours_properties():
+    """Two parts with a carcinoma: whose grade is whose cannot be told; the score says so."""
+    one = "DIAGNOSIS:\nA. Bladder:\n- Urothelial carcinoma, high grade.\nB. Lymph nodes: benign."
+    two = one.replace("B. Lymph nodes: benign.", "B. Prostate:\n- Adenocarcinoma, Gleason 3+3.")
+    score = {}
+    for name, text in (("one", one), ("two", two)):
+        result = run_loop(
+            template=PATHOLOGY,
+            pages=[text],
+            extractor=offline_extractor(PATHOLOGY, [text]),
+            config=LoopConfig(),
+        )
+        score[name] = result.final_score
+    assert score["two"] < score["one"]
