@@ -45,6 +45,7 @@ from engine.fields.offline_extractor import (
 from engine.fields.sections import Outline
 from engine.fields.support import TUMOUR_PROPERTIES, examine, explain, locate, several_tumours
 from engine.fields.templates import TIER_WEIGHTS, FieldSpec, Template, Tier
+from engine.fields.variant_syntax import variant_is_valid
 from engine.grounding import find_snippet, normalise
 
 WEIGHTS = {"completeness": 0.30, "accuracy": 0.40, "validity": 0.15, "consistency": 0.15}
@@ -158,6 +159,10 @@ def _measurement(v: str) -> bool:
     return bool(re.search(r"\d\s*-?\s*(mm|cm|ml|cc)\b", v, re.IGNORECASE))
 
 
+def _variant(v: str) -> bool:
+    return variant_is_valid(v)
+
+
 def _tax_year(v: str) -> bool:
     return bool(re.fullmatch(r"(19[5-9]\d|20\d{2})", v.strip()))
 
@@ -173,6 +178,7 @@ VALIDITY_RULES: dict[str, Callable[[str], bool]] = {
     "msi": _msi,
     "tmb": _tmb,
     "measurement": _measurement,
+    "variant": _variant,
     "tax_year": _tax_year,
     "nonempty": _nonempty,
 }
