@@ -11,8 +11,9 @@ The overall score is the mean of two estimates, each 0..1:
     be told apart, less), over the values reported plus twice the values withdrawn: a wrong
     value costs more than a missing one;
   - expected recall: the trust of the values reported over every field the document states
-    (found, missing, withdrawn), a required field not found counting as half a miss: the
-    evaluator cannot know that the document does not state it;
+    (found, missing, withdrawn); a required field not found is a miss when a wider reading of
+    the page finds it, and a tenth of one when none does (the evaluator cannot vouch that the
+    document does not state it);
 times a consistency factor (each violated rule costs a tenth).
 
 The breakdown kept beside it: completeness, accuracy (grounding), validity, consistency.
@@ -360,10 +361,11 @@ INVALID = "invalid"
 # How far a value read each way can be trusted: under its label or section (level 0), a
 # phrase or a form's next line (1), the value's own pattern anywhere (2).
 TRUST_BY_LEVEL = {0: 0.98, 1: 0.93, 2: 0.85}
-UNKNOWN_SOURCE_TRUST = 0.9  # an extractor that gives no level (an LLM): at most this
+UNKNOWN_SOURCE_TRUST = 0.9  # an extractor that gives no level (an LLM), unconfirmed: at most
+TRUST_LEVELS = 2  # how wide the deterministic reading that confirms an answer searches
 UNCERTAIN_SPECIMEN = 0.8  # a tumour's property in a report with several tumours
 WITHDRAWN_COST = 2.0  # a withdrawn value weighs twice a reported one in expected precision
-UNSEEN_REQUIRED = 0.5  # a required field not found: half a miss
+UNSEEN_REQUIRED = 0.1  # a required field no reading finds: a tenth of a miss
 
 
 def screen(
@@ -450,11 +452,52 @@ def _value_problems(
     return [] if ok else [INVALID]
 
 
+DISAGREEING_TRUST = 0.7  # an answer the deterministic reading of the page contradicts
+
+
+def _comparable(value: Any) -> str:
+    return " ".join(re.findall(r"[a-z0-9*>+.%]+", str(value).lower())).strip(" .")
+
+
+def _agrees(a: Any, b: Any) -> bool:
+    x, y = _comparable(a), _comparable(b)
+    return bool(x and y) and (x in y or y in x)
+
+
+def _widest_reading(spec: FieldSpec, outline: Outline) -> ExtractedField:
+    """The deterministic reading of this field at its widest search (once per document)."""
+    from engine.fields.offline_extractor import extract_field
+
+    key = ("offline_reading", spec.name)
+    if key not in outline.memo:
+        outline.memo[key] = extract_field(
+            spec, outline.pages, max_level=TRUST_LEVELS, outline=outline
+        )
+    reading: ExtractedField = outline.memo[key]
+    return reading
+
+
+def _independent_trust(spec: FieldSpec, extracted: ExtractedField, outline: Outline) -> float:
+    """An answer without a reading level (an LLM's): trusted as far as the deterministic
+    reading of the same page agrees with it, as a second opinion does. Agreement earns the
+    trust of the level the page was read at; a different reading, little; no reading, the
+    answer's own confidence, at most UNKNOWN_SOURCE_TRUST."""
+    reading = _widest_reading(spec, outline)
+    own = min(UNKNOWN_SOURCE_TRUST, max(0.5, extracted.confidence or 0.0))
+    if reading.status != FOUND or reading.value is None:
+        return own
+    values, read = _values(extracted.value), _values(reading.value)
+    agreed = sum(1 for v in values if any(_agrees(v, r) for r in read))
+    if not values or agreed < len(values):
+        return DISAGREEING_TRUST if not agreed else own
+    return TRUST_BY_LEVEL.get(reading.level or 0, TRUST_BY_LEVEL[2])
+
+
 def _trust(spec: FieldSpec, extracted: ExtractedField, outline: Outline) -> float:
     if extracted.level is not None:
         trust = TRUST_BY_LEVEL.get(extracted.level, TRUST_BY_LEVEL[2])
     else:
-        trust = min(UNKNOWN_SOURCE_TRUST, max(0.5, extracted.confidence or 0.0))
+        trust = _independent_trust(spec, extracted, outline)
     if extracted.status == AMBIGUOUS:
         trust *= 0.5
     if spec.finder in TUMOUR_PROPERTIES and several_tumours(outline):
@@ -490,7 +533,11 @@ def evaluate(template: Template, fields: dict[str, ExtractedField], pages: list[
         elif status == MISSING:
             stated += weight
         elif status == NOT_PRESENT and spec.tier == Tier.REQUIRED:
-            stated += weight * UNSEEN_REQUIRED
+            # A required field not found: a miss when a wider reading of the page finds it;
+            # otherwise a little less certainty (no reader found it, none can vouch it is not
+            # there).
+            wider = _widest_reading(spec, outline)
+            stated += weight * (1.0 if wider.status == FOUND else UNSEEN_REQUIRED)
         if extracted.withdrawn not in (None, [], ""):
             withdrawn += weight
             stated += weight if status == UNSUPPORTED else 0.0

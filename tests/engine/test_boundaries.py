@@ -172,3 +172,21 @@ def test_boundaries_are_kept_in_the_output_but_not_asked_of_a_model():
     assert stored["boundaries"] and stored["boundaries"][0]["cues"]
     assert ClassificationOutput.model_validate(stored).boundaries == output.boundaries
     assert "boundaries" not in json.dumps(ClassificationOutput.model_json_schema())
+
+
+def test_a_model_that_misses_a_cut_the_pages_show_gets_an_issue_with_the_evidence():
+    from engine.document import DocumentContext
+    from engine.verifiers.v2_consistency import verify_rules
+
+    pages = two_reports_same_lab()
+    output = OfflineClassifier().classify(pages)
+    context = DocumentContext(pages=pages)
+    assert not [i for i in verify_rules(output, context) if i.code == "missed_boundary"]
+    # One segment over the four pages, as a model might answer.
+    merged = output.model_copy(deep=True)
+    merged.segments = [merged.segments[0].model_copy(update={"end_page": 4})]
+    merged.segments[0].segment_page_count = 4
+    merged.number_of_segments = 1
+    [issue] = [i for i in verify_rules(merged, context) if i.code == "missed_boundary"]
+    assert issue.severity.value == "MAJOR" and issue.llm_fixable
+    assert "Page 3" in issue.message and "S24-11872" in issue.message
