@@ -59,6 +59,7 @@ _EXPLAINED = frozenset(
         "other_specimen",
         "no_unit",
         "uncertain_significance",
+        "procedure",
     }
 )
 CRITICAL, MAJOR, MINOR = "critical", "major", "minor"

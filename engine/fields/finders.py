@@ -818,7 +818,8 @@ MEASUREMENT = (
 )
 _MEASUREMENT = _flags(MEASUREMENT)
 _TECHNIQUE = _flags(
-    r"\b(?:slices?|thick|thickness|collimation|increments?|intervals?|reconstruct\w*|reformat\w*"
+    r"\b(?:slices?|sections|thick|thickness|collimation|increments?|intervals?|reconstruct\w*"
+    r"|reformat\w*"
     r"|contrast|optiray|omnipaque|isovue|visipaque|gadolinium|mci|mbq|mhz|transducer|kvp|mas"
     r"|mgy|dose|oral|syringe|bolus|inject\w*|administered|agent|saline|ultravist|magnevist"
     r"|solution|infus\w*|received)\b"
@@ -1008,11 +1009,19 @@ def title(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
 
 # -- chief complaint -------------------------------------------------------------------------------
 
+# "presents with Mom and Dad for ...": who came along is not the complaint.
+_COMPANY = (
+    r"\s+(?:(?:his|her|their)\s+)?(?:mom|dad|mother|father|parents?|wife|husband|family"
+    r"|daughter|son|caregiver|guardian)\b"
+)
 _PRESENTS = _flags(
     r"\b(?:presents?|presenting|presented|comes?|came|is\s+here|here|returns?|admitted|referred"
     r"|seen|evaluated|coming)\b(?:\s+(?:(?:in|to|at)\s+(?:the\s+)?\w+(?:\s+\w+)?|in|today|back"
     r"|again"
-    r"|earlier\s+today|with\s+(?:his|her|their)\s+\w+))*?\s+(?:today\s+)?(?:for|with|after"
+    r"|earlier\s+today|with\s+(?:his|her|their)\s+\w+"
+    r"|with\s+(?:(?:his|her|their)\s+)?(?:mom|dad|mother|father|parents?|wife|husband|family"
+    r"|daughter|son|caregiver|guardian)(?:\s+and\s+(?:mom|dad|mother|father))?))*?\s+(?:today\s+)?"
+    rf"(?:for|with(?!{_COMPANY})|after"
     r"|because\s+of|complaining\s+of|c/o)\s+(?:a\s+|an\s+)?(?:(?:chief\s+|main\s+)?complaints?\s+of\s+)?"
     r"(?P<v>[^.\n]{3,200})"
     r"|\b(?:main|chief)\s+complaint\s+(?:of|is)\s+(?P<w>[^.\n]{3,200})"

@@ -36,6 +36,7 @@ HISTORICAL = "historical"
 OTHER_SPECIMEN = "other_specimen"
 NO_UNIT = "no_unit"
 UNCERTAIN = "uncertain_significance"
+PROCEDURE = "procedure"
 
 MESSAGES = {
     NEGATED: "the text denies it",
@@ -45,6 +46,7 @@ MESSAGES = {
     OTHER_SPECIMEN: "the value belongs to another specimen than the tumour's",
     NO_UNIT: "the value is given without its unit",
     UNCERTAIN: "a variant of unknown significance, not a reported finding",
+    PROCEDURE: "the value describes how the examination was done, not a finding",
 }
 
 # Finder names by kind of field.
@@ -77,6 +79,11 @@ _ONLY_DEFERRAL = _re(
     r"^\W*(?:see\s+(?:the\s+)?(?:addend\w*|comment|note|below|above)|pending|to\s+follow"
     r"|deferred|not\s+(?:performed|done|applicable|available)|n/?a|none)\W*$"
 )
+# A value that says there is none ("CHIEF COMPLAINT: Unobtainable as the patient is intubated").
+_NO_VALUE = _re(
+    r"^\W*(?:unobtainable|unable\s+to\s+(?:obtain|assess|evaluate)|not\s+obtain(?:ed|able)"
+    r"|not\s+available|unknown|none\s+(?:given|stated|obtained))\b"
+)
 # Before the value, in its clause: it is the past or another study.
 _HISTORY_BEFORE = _re(
     r"\b(?:previous(?:ly)?|prior|formerly|earlier|history\s+of|hx\s+of|status\s+post|s/p"
@@ -107,6 +114,13 @@ _HISTORY_SECTION = _re(
 _HISTORY_LINE = _re(
     r"^\s*(?:clinical\s+|past\s+|previous\s+)?(?:history|hx|indications?|comparison"
     r"|reason\s+for\s+(?:exam\w*|study|referral))(?:\s+of\s+present\s+illness)?\s*:"
+)
+# Sections that hold what was given or lost during a procedure: their figures (contrast
+# volume, blood loss) are not findings. A technique section is not one of them: transcribed
+# reports run their findings on inside it (its slice thickness is left out by the finder).
+_PROCEDURE_SECTION = _re(
+    r"\b(?:anesthesia|anaesthesia|blood\s+loss|fluids?|medications?|contrast|dose|sedation"
+    r"|complications|urine\s+output|drains?)\b"
 )
 _VUS = _re(r"\b(?:unknown|uncertain|undetermined)\s+significance\b|\bVUS\b")
 _ADDENDUM_SECTION = _re(r"\b(?:addend\w*|amended|amendment|revised|corrected)\b")
@@ -273,6 +287,8 @@ def examine(spec: FieldSpec, outline: Outline, span: Span | None, value: str) ->
     finder = spec.finder or ("text" if spec.format == "text" else spec.format)
     if _ONLY_DEFERRAL.match(value):
         reasons.append(DEFERRED)
+    elif _NO_VALUE.match(value):
+        reasons.append(NOT_PERFORMED)
     unit = _UNITS.get(spec.finder) if spec.finder != "measurements" else _UNITS["measurements"]
     if spec.format == "measurement":
         unit = _UNITS["measurements"]
@@ -314,6 +330,8 @@ def examine(spec: FieldSpec, outline: Outline, span: Span | None, value: str) ->
     ):
         # A variant of unknown significance is listed, not reported as a finding.
         reasons.append(UNCERTAIN)
+    if spec.format == "measurement" and header and _PROCEDURE_SECTION.search(header):
+        reasons.append(PROCEDURE)
     if spec.format == "measurement" and _NEGATION_BEFORE.search(before):
         reasons.append(NEGATED)
     if finder in TUMOUR_PROPERTIES:

@@ -243,3 +243,26 @@ def test_several_tumours_lower_the_score_of_a_tumours_properties():
         )
         score[name] = result.final_score
     assert score["two"] < score["one"]
+
+
+NOTE = load_packs(("clinical",))["clinical"].template("clinical_note")
+
+
+def test_a_procedures_figures_are_not_findings():
+    text = (
+        "TECHNIQUE: Axial images in 10 mm sections after 80 mL of contrast.\n"
+        "ESTIMATED BLOOD LOSS:\n400 ml.\n"
+        "FINDINGS: A 3 x 4 cm right supraclavicular lymph node.\nIMPRESSION: Adenopathy."
+    )
+    assert fields(RADIOLOGY, text)["measurements"].value == ["3 x 4 cm"]
+
+
+def test_a_complaint_that_says_there_is_none_is_not_a_complaint():
+    text = "CHIEF COMPLAINT: Unobtainable as the patient is intubated.\nPLAN: Admit to ICU."
+    complaint = fields(NOTE, text)["chief_complaint"]
+    assert complaint.value is None and complaint.unsupported == [NOT_PERFORMED]
+
+
+def test_who_came_along_is_not_the_complaint():
+    text = "Patient presents with Mom and Dad for her 5-year well-child check. She is well."
+    assert fields(NOTE, text)["chief_complaint"].value == "her 5-year well-child check"
