@@ -107,23 +107,43 @@ class Report:
             "seconds": round(self.seconds, 2),
         }
         if self.bundles:
-            pages = sum(b.pages_total for b in self.bundles)
-            tp = sum(len(b.true_boundaries & b.predicted_boundaries) for b in self.bundles)
-            fp = sum(len(b.predicted_boundaries - b.true_boundaries) for b in self.bundles)
-            fn = sum(len(b.true_boundaries - b.predicted_boundaries) for b in self.bundles)
-            precision = tp / (tp + fp) if tp + fp else 0.0
-            recall = tp / (tp + fn) if tp + fn else 0.0
-            result["bundles"] = {
-                "bundles": len(self.bundles),
-                "page_type_accuracy": round(sum(b.pages_correct for b in self.bundles) / pages, 4),
-                "boundary_precision": round(precision, 4),
-                "boundary_recall": round(recall, 4),
-                "boundary_f1": round(2 * precision * recall / (precision + recall), 4)
-                if precision + recall
-                else 0.0,
-                "decisions": dict(Counter(b.decision for b in self.bundles)),
-            }
+            result["bundles"] = bundle_metrics(self.bundles)
         return result
+
+
+def bundle_metrics(bundles: list[BundleResult]) -> dict[str, Any]:
+    """Page-level type accuracy and boundary precision, recall and F1 (a boundary is the first
+    page of every segment but the first), with the boundaries missed and cut wrongly."""
+    pages = sum(b.pages_total for b in bundles)
+    tp = sum(len(b.true_boundaries & b.predicted_boundaries) for b in bundles)
+    fp = sum(len(b.predicted_boundaries - b.true_boundaries) for b in bundles)
+    fn = sum(len(b.true_boundaries - b.predicted_boundaries) for b in bundles)
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    return {
+        "bundles": len(bundles),
+        "pages": pages,
+        "page_type_accuracy": round(sum(b.pages_correct for b in bundles) / pages, 4)
+        if pages
+        else 0.0,
+        "true_boundaries": tp + fn,
+        "boundary_precision": round(precision, 4),
+        "boundary_recall": round(recall, 4),
+        "boundary_f1": round(2 * precision * recall / (precision + recall), 4)
+        if precision + recall
+        else 0.0,
+        "decisions": dict(Counter(b.decision for b in bundles)),
+        "missed": {
+            b.bundle: sorted(b.true_boundaries - b.predicted_boundaries)
+            for b in bundles
+            if b.true_boundaries - b.predicted_boundaries
+        },
+        "false_cuts": {
+            b.bundle: sorted(b.predicted_boundaries - b.true_boundaries)
+            for b in bundles
+            if b.predicted_boundaries - b.true_boundaries
+        },
+    }
 
 
 Extract = Callable[[Path], list[str]]
@@ -198,35 +218,74 @@ def evaluate(
         )
         if progress and (index + 1) % 50 == 0:
             progress(f"{index + 1} documents")
-    bundles_file = corpus / "bundles" / "segments.jsonl"
-    if bundles_file.exists():
-        for line in bundles_file.read_text().splitlines():
-            if not line.strip():
-                continue
-            spec = json.loads(line)
-            pages = extract(corpus / "bundles" / spec["bundle"])
-            outcome = _run_chain(pages, classify, preset, llm, gate, calibrated)
-            output = outcome.best.output
-            truth = {}
-            for seg in spec["segments"]:
-                for page in range(seg["first_page"], seg["last_page"] + 1):
-                    truth[page] = seg["label"]
-            predicted = {}
-            for seg in output.segments:
-                for page in range(seg.start_page, seg.end_page + 1):
-                    predicted[page] = seg.dominant_type.value
-            report.bundles.append(
-                BundleResult(
-                    bundle=spec["bundle"],
-                    pages_total=len(truth),
-                    pages_correct=sum(predicted.get(p) == label for p, label in truth.items()),
-                    true_boundaries={s["first_page"] for s in spec["segments"][1:]},
-                    predicted_boundaries={s.start_page for s in output.segments[1:]},
-                    decision=outcome.decision.value,
-                )
-            )
+    report.bundles = evaluate_bundles(
+        corpus / "bundles",
+        extract=extract,
+        classify=classify,
+        preset=preset,
+        llm=llm,
+        gate=gate,
+        calibrated=calibrated,
+    )
     report.seconds = time.perf_counter() - started
     return report
+
+
+def evaluate_bundles(
+    folder: Path,
+    *,
+    extract: Extract,
+    classify: Classify,
+    preset: pipeline.Preset,
+    llm: Any = None,
+    gate: Any = None,
+    calibrated: bool = False,
+) -> list[BundleResult]:
+    """Each bundle of ``folder/segments.jsonl`` through the chain: its pages' types and where
+    its segments start, against the true segments."""
+    bundles_file = folder / "segments.jsonl"
+    results: list[BundleResult] = []
+    if not bundles_file.exists():
+        return results
+    for line in bundles_file.read_text().splitlines():
+        if not line.strip():
+            continue
+        spec = json.loads(line)
+        pages = extract(folder / spec["bundle"])
+        outcome = _run_chain(pages, classify, preset, llm, gate, calibrated)
+        output = outcome.best.output
+        truth = {}
+        for seg in spec["segments"]:
+            for page in range(seg["first_page"], seg["last_page"] + 1):
+                truth[page] = seg["label"]
+        predicted = {}
+        for seg in output.segments:
+            for page in range(seg.start_page, seg.end_page + 1):
+                predicted[page] = seg.dominant_type.value
+        results.append(
+            BundleResult(
+                bundle=spec["bundle"],
+                pages_total=len(truth),
+                pages_correct=sum(predicted.get(p) == label for p, label in truth.items()),
+                true_boundaries={s["first_page"] for s in spec["segments"][1:]},
+                predicted_boundaries={s.start_page for s in output.segments[1:]},
+                decision=outcome.decision.value,
+            )
+        )
+    return results
+
+
+def format_bundles(name: str, b: dict[str, Any]) -> list[str]:
+    lines = [
+        f"{name}: {b['bundles']}   pages {b['pages']}   page-level type accuracy "
+        f"{b['page_type_accuracy']:.3f}   boundaries {b['true_boundaries']}: precision "
+        f"{b['boundary_precision']:.3f}, recall {b['boundary_recall']:.3f}, F1 "
+        f"{b['boundary_f1']:.3f}   decisions {b['decisions']}"
+    ]
+    for label, key in (("missed", "missed"), ("cut wrongly", "false_cuts")):
+        for bundle, pages in b.get(key, {}).items():
+            lines.append(f"  {label} in {bundle}: pages {', '.join(map(str, pages))}")
+    return lines
 
 
 def format_report(metrics: dict[str, Any]) -> str:
@@ -262,14 +321,9 @@ def format_report(metrics: dict[str, Any]) -> str:
         f"{metrics['accepted_error_rate']:.3f}",
     ]
     if "bundles" in metrics:
-        b = metrics["bundles"]
-        lines += [
-            "",
-            f"Bundles: {b['bundles']}   page-level type accuracy "
-            f"{b['page_type_accuracy']:.3f}   segment-boundary F1 {b['boundary_f1']:.3f} "
-            f"(P {b['boundary_precision']:.3f}, R {b['boundary_recall']:.3f})   "
-            f"decisions {b['decisions']}",
-        ]
+        lines += ["", *format_bundles("Bundles", metrics["bundles"])]
+    if "generated_bundles" in metrics:
+        lines += ["", *format_bundles("Generated bundles", metrics["generated_bundles"])]
     return "\n".join(lines)
 
 
@@ -369,6 +423,8 @@ SCORE_BANDS = (
     (0.0, 0.80, "< 0.80"),
 )
 HIGH_SCORE = 0.95
+HIGH_PRECISION = 0.97  # what a document scoring HIGH_SCORE or more should reach
+HIGH_RECALL = 0.90
 
 
 def _bands(documents: list[tuple[float, FieldCounts]]) -> list[dict[str, Any]]:
@@ -392,6 +448,16 @@ def _bands(documents: list[tuple[float, FieldCounts]]) -> list[dict[str, Any]]:
     return bands
 
 
+@dataclass
+class FieldCase:
+    """One document (or one segment of one) with the field values a person read in it."""
+
+    key: str
+    doc_type: str  # the template to use: the true type
+    pages: list[str]
+    expected: dict[str, Any]  # field name -> value, None (absent) or a list
+
+
 def evaluate_fields(
     corpus: Path,
     fields_file: Path,
@@ -400,45 +466,107 @@ def evaluate_fields(
     run: Callable[[str, list[str], bool], dict[str, Any]],
 ) -> dict[str, Any]:
     """Field-level precision and recall, single pass versus the loop, and how each mode's
-    score relates to what it really found (recall by score band).
+    score relates to what it really found (by score band, per template).
 
     ``run(doc_type, pages, loop)`` returns {field name: value or None} and the loop's data.
     The true label picks the template, so classification errors do not blur the figures.
+    ``fields_file`` is the corpus's expected values (doc_id, fields), or a ground-truth export
+    with its pages' text (review's JSONL export with text): reviewers' field corrections as a
+    regression set.
     """
+    records = [json.loads(line) for line in fields_file.read_text().splitlines() if line.strip()]
+    if records and "document_id" in records[0]:
+        return evaluate_field_cases(field_cases_from_ground_truth(records), run=run)
     labels = {row["doc_id"]: row for row in read_labels(corpus)}
-    specs = [json.loads(line) for line in fields_file.read_text().splitlines() if line.strip()]
-    pages_by_doc = {
-        spec["doc_id"]: extract(corpus / labels[spec["doc_id"]]["path"]) for spec in specs
-    }
+    cases = [
+        FieldCase(
+            spec["doc_id"],
+            labels[spec["doc_id"]]["label"],
+            extract(corpus / labels[spec["doc_id"]]["path"]),
+            spec["fields"],
+        )
+        for spec in records
+    ]
+    return evaluate_field_cases(cases, run=run)
+
+
+CLINICIAN_SOURCES = ("SME_VALIDATED", "SME_CORRECTED")
+
+
+def field_cases_from_ground_truth(
+    records: Iterable[dict[str, Any]], *, corrected_only: bool = False
+) -> list[FieldCase]:
+    """Field ground truth from ground-truth records (``review``'s export rows, with
+    ``pages``): each segment of a document a clinician decided, with the values the clinician
+    corrected (a cleared value: the field is absent) and, unless ``corrected_only``, the
+    values the clinician saw and let stand. Machine-accepted records are the machine's own
+    answers, not truth, and are left out; so are fields no one read (not found, uncorrected).
+    """
+    cases = []
+    for record in records:
+        if record.get("source") not in CLINICIAN_SOURCES:
+            continue
+        pages = [p["text"] if isinstance(p, dict) else p for p in record.get("pages") or []]
+        if not pages:
+            continue
+        for segment in record.get("fields") or []:
+            first, last = segment["pages"]
+            expected: dict[str, Any] = {}
+            for name, data in segment["fields"].items():
+                if data.get("corrected"):
+                    value = data.get("value")
+                    expected[name] = value if value not in ("", None) else None
+                elif not corrected_only and data.get("status") == "found":
+                    expected[name] = data.get("value")
+            if expected:
+                cases.append(
+                    FieldCase(
+                        f"{record['document_id']}:{segment['segment']}",
+                        segment["doc_type"],
+                        pages[first - 1 : last],
+                        expected,
+                    )
+                )
+    return cases
+
+
+def evaluate_field_cases(
+    cases: list[FieldCase], *, run: Callable[[str, list[str], bool], dict[str, Any]]
+) -> dict[str, Any]:
     modes: dict[str, dict[str, Any]] = {}
     for loop in (False, True):
         totals = FieldCounts()
         per_field: dict[str, FieldCounts] = {}
-        per_document: list[tuple[float, FieldCounts]] = []
+        per_document: list[tuple[str, float, FieldCounts]] = []
         iterations = []
         scores = []
-        for spec in specs:
-            row = labels[spec["doc_id"]]
-            result = run(row["label"], pages_by_doc[spec["doc_id"]], loop)
+        for case in cases:
+            result = run(case.doc_type, case.pages, loop)
             iterations.append(result["iterations"])
             scores.append(result["score"])
             document = FieldCounts()
-            for name, expected in spec["fields"].items():
+            for name, expected in case.expected.items():
                 predicted = result["values"].get(name)
                 per_field.setdefault(name, FieldCounts()).add(expected, predicted)
                 totals.add(expected, predicted)
                 document.add(expected, predicted)
-            per_document.append((result["score"], document))
-        bands = _bands(per_document)
+            per_document.append((case.doc_type, result["score"], document))
+        bands = _bands([(score, counts) for _, score, counts in per_document])
         high = bands[0]
+        by_template = {
+            doc_type: _bands([(score, c) for t, score, c in per_document if t == doc_type])
+            for doc_type in sorted({t for t, _, _ in per_document})
+        }
         modes["loop" if loop else "single_pass"] = {
             **totals.as_dict(),
-            "documents": len(specs),
+            "documents": len(cases),
             "mean_iterations": round(sum(iterations) / len(iterations), 2) if iterations else 0,
             "mean_score": round(sum(scores) / len(scores), 4) if scores else 0,
             "per_field": {k: v.as_dict() for k, v in sorted(per_field.items())},
             "score_bands": bands,
+            "reliability": by_template,
             "recall_at_high_score": high["recall"] if high["documents"] else None,
+            "precision_at_high_score": high["precision"] if high["documents"] else None,
         }
     return modes
 
@@ -477,4 +605,34 @@ def format_fields(modes: dict[str, Any]) -> str:
                 else "-"
             )
         lines.append(f"{band:<12}" + "".join(f"{c:>28}" for c in cells))
+    lines += format_reliability(modes)
     return "\n".join(lines)
+
+
+def format_reliability(modes: dict[str, Any]) -> list[str]:
+    """The reliability table: for each template, what the loop's score band says about the
+    precision and recall measured on its documents."""
+    loop = modes.get("loop") or next(iter(modes.values()))
+    lines = [
+        "",
+        f"Reliability of the loop's score per template (target: documents scoring "
+        f"{HIGH_SCORE} or more reach precision {HIGH_PRECISION} and recall {HIGH_RECALL}):",
+        f"{'template':<15}{'band':<12}{'docs':>6}{'precision':>11}{'recall':>8}",
+    ]
+    for doc_type, bands in loop.get("reliability", {}).items():
+        for b in bands:
+            if not b["documents"]:
+                continue
+            lines.append(
+                f"{doc_type:<15}{b['band']:<12}{b['documents']:>6}{b['precision']:>11.3f}"
+                f"{b['recall']:>8.3f}"
+            )
+    high = loop["score_bands"][0]
+    if high["documents"]:
+        met = high["precision"] >= HIGH_PRECISION and high["recall"] >= HIGH_RECALL
+        lines.append(
+            f"All templates, score >= {HIGH_SCORE}: {high['documents']} documents, precision "
+            f"{high['precision']:.3f}, recall {high['recall']:.3f} "
+            f"({'meets' if met else 'misses'} the target)"
+        )
+    return lines

@@ -9,7 +9,7 @@ from typing import Any
 
 from engine.grounding import Normalised, normalise
 from engine.protocols import LLMClient
-from engine.schemas import ClassificationOutput
+from engine.schemas import Boundary, ClassificationOutput
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,13 @@ class DocumentContext:
     @cached_property
     def normalised(self) -> list[Normalised]:
         return [normalise(text) for text in self.pages]
+
+    @cached_property
+    def boundaries(self) -> list[Boundary]:
+        """Where the pages themselves say a new document starts (engine.boundaries)."""
+        from engine.boundaries import detect
+
+        return detect(self.pages)
 
     def segment_text(self, start: int, end: int) -> str:
         return "\n\n".join(self.pages[max(start, 1) - 1 : min(end, len(self.pages))])

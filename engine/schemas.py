@@ -9,6 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 
 class DocType(StrEnum):
@@ -78,6 +79,24 @@ class SelfEvaluation(BaseModel):
     concerns: list[str] = Field(default_factory=list)
 
 
+class BoundaryCue(BaseModel):
+    """One thing that changes (or stays) between a page and the one before it."""
+
+    code: str  # counter_restart, identifier_change, type_change, running_lines, ...
+    weight: float  # > 0: a new document; < 0: the same document goes on
+    description: str = ""
+    text: str = ""  # what the pages say, verbatim ("Page 6 of 6 -> Page 1 of 2")
+
+
+class Boundary(BaseModel):
+    """Page ``page`` weighed as the start of a new document: its cues, their sum, the cut."""
+
+    page: int
+    score: float
+    cut: bool
+    cues: list[BoundaryCue] = Field(default_factory=list)
+
+
 class ClassificationOutput(BaseModel):
     model_config = ConfigDict(use_enum_values=False)
 
@@ -87,6 +106,9 @@ class ClassificationOutput(BaseModel):
     document_mixture: list[MixtureEntry]
     vendor_signals: list[str] = Field(default_factory=list)
     self_evaluation: SelfEvaluation
+    # The evidence of each cut (and of pages weighed and not cut), from the pages themselves:
+    # the engine fills it, a model is not asked for it (kept out of the response schema).
+    boundaries: SkipJsonSchema[list[Boundary]] = Field(default_factory=list)
 
     def mixture(self, doc_type: DocType | str) -> MixtureEntry | None:
         return next((m for m in self.document_mixture if m.type == doc_type), None)

@@ -281,7 +281,17 @@ def extraction_record(
     for name, data in extraction.fields.items():
         key = f"{extraction.segment_index}:{name}"
         if key in corrections:
-            fields[name] = {**data, "value": corrections[key], "status": "found", "corrected": True}
+            # A value the reviewer cleared is a field the document does not state; the
+            # machine's value is kept beside the correction (field ground truth: what was
+            # read, what it should have been).
+            value = corrections[key] if str(corrections[key]).strip() else None
+            fields[name] = {
+                **{k: data.get(k) for k in FIELD_KEYS},
+                "value": value,
+                "status": "found" if value is not None else "not_present",
+                "corrected": True,
+                "extracted": data.get("value"),
+            }
         else:
             fields[name] = {k: data.get(k) for k in FIELD_KEYS}
     return {

@@ -18,8 +18,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from engine.boundaries import CUT_SCORE, DESCRIPTIONS, BoundaryReader
 from engine.schemas import (
     DOC_TYPES,
+    BoundaryCue,
     ClassificationOutput,
     DocType,
     Evidence,
@@ -41,7 +43,6 @@ MAX_EVIDENCE = 3
 COMPETITION_SLOPE = 3.5
 STRENGTH_SCALE = 10.0
 SNIPPET_CHARS = 220
-_PAGE_ONE = re.compile(r"\bpage\s+1\s+(?:of|/)\s+\d+\b", re.IGNORECASE)
 PRESENCE_RANK = {
     Presence.PRIMARY: 3,
     Presence.EMBEDDED_RAW: 2,
@@ -276,8 +277,11 @@ class OfflineClassifier:
         page_scores = [score_page(text, self.vocabulary) for text in pages]
         totals = [{t: s.score for t, s in scores.items()} for scores in page_scores]
 
-        # Segment: strong pages of a new type start a segment; weak pages continue one.
+        # Segment: strong pages of a new type start a segment; so do pages whose cues say a
+        # new document starts (engine.boundaries: a counter restarting, a new accession or
+        # letterhead, ...), even when it is of the same type. Weak pages continue a segment.
         bounds: list[list[int]] = []  # [start, end, type index]
+        reader = BoundaryReader(pages)
         for number, scores in enumerate(totals, start=1):
             best, top, _second = _top(scores)
             if not bounds:
@@ -285,11 +289,18 @@ class OfflineClassifier:
                 continue
             current = DOC_TYPES[bounds[-1][2]]
             strong = top >= MIN_PAGE_SCORE and top >= NEW_SEGMENT_MARGIN * scores[current]
+            forced = []
             if best != current and strong:
-                bounds.append([number, number, DOC_TYPES.index(best)])
-            elif _PAGE_ONE.search(pages[number - 1]):
-                # "Page 1 of N" on a later page: page numbering restarts, so a new document
-                # starts here even when it is of the same type as the one before.
+                forced.append(
+                    BoundaryCue(
+                        code="type_change",
+                        weight=CUT_SCORE,
+                        description=DESCRIPTIONS["type_change"],
+                        text=f"{current.value} -> {best.value} (score {top:.0f} against "
+                        f"{scores[current]:.0f})",
+                    )
+                )
+            if reader.read(number, forced).cut:
                 bounds.append([number, number, DOC_TYPES.index(best if strong else current)])
             else:
                 bounds[-1][1] = number
@@ -388,4 +399,5 @@ class OfflineClassifier:
                 confidence=main.assessment(main.dominant_type).confidence,  # type: ignore[union-attr]
                 concerns=concerns,
             ),
+            boundaries=reader.boundaries,
         )

@@ -1,6 +1,22 @@
-"""Score an extraction: completeness, accuracy, validity, consistency. Pure: no Django.
+"""Score an extraction so that the score says how much of it is right. Pure: no Django.
 
-overall = 0.30 completeness + 0.40 accuracy + 0.15 validity + 0.15 consistency
+Every answer first goes through ``screen``: a value whose span does not support it (negated,
+not performed, deferred to an addendum, a prior study's, another specimen's, without its unit),
+that is not in its quoted source, or that fails its format is withdrawn: it is not reported.
+
+The overall score is the mean of two estimates, each 0..1:
+  - expected precision: each reported value counts with the trust its reading earns (a value
+    under its label or section, a phrase that names the field, or only the value's own pattern;
+    an answer's own confidence; a value of a report with several tumours, whose parts cannot
+    be told apart, less), over the values reported plus twice the values withdrawn: a wrong
+    value costs more than a missing one;
+  - expected recall: the trust of the values reported over every field the document states
+    (found, missing, withdrawn); a required field not found is a miss when a wider reading of
+    the page finds it, and a tenth of one when none does (the evaluator cannot vouch that the
+    document does not state it);
+times a consistency factor (each violated rule costs a tenth).
+
+The breakdown kept beside it: completeness, accuracy (grounding), validity, consistency.
 
 Completeness is measured against what the document states, not against the template: a field
 whose label, section or cue is on the page but whose value was not read is ``missing`` and
@@ -23,14 +39,29 @@ from engine.fields.offline_extractor import (
     FOUND,
     MISSING,
     NOT_PRESENT,
+    UNSUPPORTED,
     ExtractedField,
     outline_for,
 )
 from engine.fields.sections import Outline
+from engine.fields.support import TUMOUR_PROPERTIES, examine, explain, locate, several_tumours
 from engine.fields.templates import TIER_WEIGHTS, FieldSpec, Template, Tier
+from engine.fields.variant_syntax import variant_is_valid
 from engine.grounding import find_snippet, normalise
 
 WEIGHTS = {"completeness": 0.30, "accuracy": 0.40, "validity": 0.15, "consistency": 0.15}
+_EXPLAINED = frozenset(
+    {
+        "negated",
+        "not_performed",
+        "deferred",
+        "historical",
+        "other_specimen",
+        "no_unit",
+        "uncertain_significance",
+        "procedure",
+    }
+)
 CRITICAL, MAJOR, MINOR = "critical", "major", "minor"
 _DIGITS = re.compile(r"\d+")
 
@@ -58,6 +89,8 @@ class Evaluation:
     missing: list[str]
     priority: list[str]
     suggestions: list[str]
+    expected_precision: float = 0.0
+    expected_recall: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -125,7 +158,11 @@ def _tmb(v: str) -> bool:
 
 
 def _measurement(v: str) -> bool:
-    return bool(re.search(r"\d\s*(mm|cm|ml|cc)\b", v, re.IGNORECASE))
+    return bool(re.search(r"\d\s*-?\s*(mm|cm|ml|cc)\b", v, re.IGNORECASE))
+
+
+def _variant(v: str) -> bool:
+    return variant_is_valid(v)
 
 
 def _tax_year(v: str) -> bool:
@@ -143,6 +180,7 @@ VALIDITY_RULES: dict[str, Callable[[str], bool]] = {
     "msi": _msi,
     "tmb": _tmb,
     "measurement": _measurement,
+    "variant": _variant,
     "tax_year": _tax_year,
     "nonempty": _nonempty,
 }
@@ -319,6 +357,155 @@ def _valid(spec: FieldSpec, extracted: ExtractedField) -> tuple[bool, str]:
     return True, ""
 
 
+UNGROUNDED = "ungrounded"
+INVALID = "invalid"
+# How far a value read each way can be trusted: under its label or section (level 0), a
+# phrase or a form's next line (1), the value's own pattern anywhere (2).
+TRUST_BY_LEVEL = {0: 0.98, 1: 0.93, 2: 0.85}
+UNKNOWN_SOURCE_TRUST = 0.9  # an extractor that gives no level (an LLM), unconfirmed: at most
+TRUST_LEVELS = 2  # how wide the deterministic reading that confirms an answer searches
+UNCERTAIN_SPECIMEN = 0.8  # a tumour's property in a report with several tumours
+WITHDRAWN_COST = 2.0  # a withdrawn value weighs twice a reported one in expected precision
+UNSEEN_REQUIRED = 0.1  # a required field no reading finds: a tenth of a miss
+
+
+def screen(
+    template: Template, fields: dict[str, ExtractedField], pages: list[str]
+) -> dict[str, ExtractedField]:
+    """The answer as it may be reported: each found value located on its page (``span``) and
+    withdrawn (``withdrawn``, with the reasons in ``unsupported``) when its span does not
+    support it, when it is not in its quoted source or fails its format. Withdrawn values of a
+    list are dropped one by one; the rest stay."""
+    outline = outline_for(pages)
+    screened: dict[str, ExtractedField] = {}
+    for spec in template.fields:
+        extracted = fields.get(spec.name) or ExtractedField(spec.name)
+        if extracted.status not in (FOUND, AMBIGUOUS) or extracted.value is None:
+            screened[spec.name] = extracted
+            continue
+        values = _values(extracted.value)
+        snippets = (
+            extracted.snippets
+            if extracted.snippets and len(extracted.snippets) == len(values)
+            else [extracted.snippet] * len(values)
+        )
+        kept: list[str] = []
+        kept_snippets: list[str] = []
+        reasons: list[str] = []
+        first_span = None
+        for value, snippet in zip(values, snippets, strict=True):
+            why = _value_problems(spec, outline, pages, extracted, value, snippet)
+            if why:
+                reasons += why
+                continue
+            kept.append(value)
+            kept_snippets.append(snippet)
+            if first_span is None:
+                span = locate(outline, extracted.page, snippet, value)
+                first_span = [span.page, span.start, span.end] if span else extracted.span
+        if not reasons:
+            screened[spec.name] = ExtractedField(
+                **{**extracted.as_dict(), "span": first_span or extracted.span}
+            )
+            continue
+        withdrawn = [v for v in values if v not in kept]
+        if spec.multiple and kept:
+            screened[spec.name] = ExtractedField(
+                **{
+                    **extracted.as_dict(),
+                    "value": kept,
+                    "snippets": kept_snippets,
+                    "span": first_span,
+                    "unsupported": list(dict.fromkeys(reasons)),
+                    "withdrawn": withdrawn,
+                }
+            )
+            continue
+        screened[spec.name] = ExtractedField(
+            spec.name,
+            None,
+            UNSUPPORTED,
+            0.0,
+            extracted.snippet,
+            extracted.page,
+            extracted.level,
+            unsupported=list(dict.fromkeys(reasons)),
+            withdrawn=extracted.value,
+        )
+    return screened
+
+
+def _value_problems(
+    spec: FieldSpec,
+    outline: Outline,
+    pages: list[str],
+    extracted: ExtractedField,
+    value: str,
+    snippet: str,
+) -> list[str]:
+    single = ExtractedField(spec.name, value, FOUND, extracted.confidence, snippet, extracted.page)
+    if not snippet or not _grounded(single, pages):
+        return [UNGROUNDED]
+    why = examine(spec, outline, locate(outline, extracted.page, snippet, value), value)
+    if why:
+        return why
+    ok, _ = _valid(spec, single)
+    return [] if ok else [INVALID]
+
+
+DISAGREEING_TRUST = 0.7  # an answer the deterministic reading of the page contradicts
+
+
+def _comparable(value: Any) -> str:
+    return " ".join(re.findall(r"[a-z0-9*>+.%]+", str(value).lower())).strip(" .")
+
+
+def _agrees(a: Any, b: Any) -> bool:
+    x, y = _comparable(a), _comparable(b)
+    return bool(x and y) and (x in y or y in x)
+
+
+def _widest_reading(spec: FieldSpec, outline: Outline) -> ExtractedField:
+    """The deterministic reading of this field at its widest search (once per document)."""
+    from engine.fields.offline_extractor import extract_field
+
+    key = ("offline_reading", spec.name)
+    if key not in outline.memo:
+        outline.memo[key] = extract_field(
+            spec, outline.pages, max_level=TRUST_LEVELS, outline=outline
+        )
+    reading: ExtractedField = outline.memo[key]
+    return reading
+
+
+def _independent_trust(spec: FieldSpec, extracted: ExtractedField, outline: Outline) -> float:
+    """An answer without a reading level (an LLM's): trusted as far as the deterministic
+    reading of the same page agrees with it, as a second opinion does. Agreement earns the
+    trust of the level the page was read at; a different reading, little; no reading, the
+    answer's own confidence, at most UNKNOWN_SOURCE_TRUST."""
+    reading = _widest_reading(spec, outline)
+    own = min(UNKNOWN_SOURCE_TRUST, max(0.5, extracted.confidence or 0.0))
+    if reading.status != FOUND or reading.value is None:
+        return own
+    values, read = _values(extracted.value), _values(reading.value)
+    agreed = sum(1 for v in values if any(_agrees(v, r) for r in read))
+    if not values or agreed < len(values):
+        return DISAGREEING_TRUST if not agreed else own
+    return TRUST_BY_LEVEL.get(reading.level or 0, TRUST_BY_LEVEL[2])
+
+
+def _trust(spec: FieldSpec, extracted: ExtractedField, outline: Outline) -> float:
+    if extracted.level is not None:
+        trust = TRUST_BY_LEVEL.get(extracted.level, TRUST_BY_LEVEL[2])
+    else:
+        trust = _independent_trust(spec, extracted, outline)
+    if extracted.status == AMBIGUOUS:
+        trust *= 0.5
+    if spec.finder in TUMOUR_PROPERTIES and several_tumours(outline):
+        trust *= UNCERTAIN_SPECIMEN
+    return trust
+
+
 def status_of(spec: FieldSpec, extracted: ExtractedField, outline: Outline) -> str:
     """The field's status as the evaluator sees it: a "not present" answer (from any
     extractor, an LLM included) is missing when the document states the field."""
@@ -334,14 +521,44 @@ def evaluate(template: Template, fields: dict[str, ExtractedField], pages: list[
     missing: list[str] = []
     weight_total = credit_total = 0.0
     found = grounded = valid = 0
+    trusted = reported = withdrawn = stated = 0.0
     for spec in template.fields:
         extracted = fields.get(spec.name) or ExtractedField(spec.name)
         status = status_of(spec, extracted, outline)
         weight = TIER_WEIGHTS[spec.tier]
+        if status in (FOUND, AMBIGUOUS):
+            trust = _trust(spec, extracted, outline)
+            trusted += weight * trust
+            reported += weight
+            stated += weight
+        elif status == MISSING:
+            stated += weight
+        elif status == NOT_PRESENT and spec.tier == Tier.REQUIRED:
+            # A required field not found: a miss when a wider reading of the page finds it;
+            # otherwise a little less certainty (no reader found it, none can vouch it is not
+            # there).
+            wider = _widest_reading(spec, outline)
+            stated += weight * (1.0 if wider.status == FOUND else UNSEEN_REQUIRED)
+        if extracted.withdrawn not in (None, [], ""):
+            withdrawn += weight
+            stated += weight if status == UNSUPPORTED else 0.0
+            issues.append(
+                {
+                    "severity": CRITICAL,
+                    "field": spec.name,
+                    "message": f"“{extracted.withdrawn}” was withdrawn: "
+                    + (
+                        explain([r for r in extracted.unsupported if r in _EXPLAINED])
+                        or "it is not in its source text or not valid"
+                    )
+                    + ".",
+                }
+            )
         credit = {FOUND: 1.0, AMBIGUOUS: 0.5}.get(status, 0.0)
         score = FieldScore(spec.name, spec.tier.value, status, credit, None, None)
-        if status != NOT_PRESENT:
-            # Only what the document states is measured: found, ambiguous or missing.
+        if status != NOT_PRESENT and (status != UNSUPPORTED or extracted.withdrawn):
+            # Only what the document states is measured: found, ambiguous or missing (a field
+            # it names without a value of its own is not; a value withdrawn is a miss).
             weight_total += weight
             credit_total += weight * credit
         if status == MISSING:
@@ -415,12 +632,15 @@ def evaluate(template: Template, fields: dict[str, ExtractedField], pages: list[
     accuracy = grounded / found if found else 0.0
     validity = valid / found if found else 0.0
     consistency = max(0.0, 1.0 - 0.5 * len(violations))
-    overall = (
-        WEIGHTS["completeness"] * completeness
-        + WEIGHTS["accuracy"] * accuracy
-        + WEIGHTS["validity"] * validity
-        + WEIGHTS["consistency"] * consistency
+    expected_precision = (
+        trusted / (reported + WITHDRAWN_COST * withdrawn) if reported + withdrawn else 0.0
     )
+    expected_recall = trusted / stated if stated else 0.0
+    if not stated:
+        # Nothing stated and nothing found: an empty extraction of a document that may hold
+        # nothing. The score cannot vouch for it.
+        expected_precision = expected_recall = 0.5
+    overall = 0.5 * (expected_precision + expected_recall) * max(0.0, 1.0 - 0.1 * len(violations))
     flagged = {i["field"] for i in issues if i["field"]}
     priority = [
         s.name
@@ -445,6 +665,8 @@ def evaluate(template: Template, fields: dict[str, ExtractedField], pages: list[
         missing=missing,
         priority=priority,
         suggestions=suggestions,
+        expected_precision=round(expected_precision, 4),
+        expected_recall=round(expected_recall, 4),
     )
 
 

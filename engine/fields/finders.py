@@ -28,6 +28,7 @@ from engine.fields.templates import FieldSpec
 from engine.fields.text import DATE, clean, first_date, sentence, snippet, valid_date
 
 MAX_LEVEL = 2
+LEVEL2_CANDIDATES = 5  # values read by their own pattern: the first few, in reading order
 RESULT_LINE = 100  # a short line of its own: a result row ("MSI-High", "TMB-Low")
 PROSE_LINE = 400  # a longer "line" is a paragraph (flattened XML): interpretation, not a result
 
@@ -229,10 +230,22 @@ _NEGATED = re.compile(
 )
 
 
+def _affirmed_tumour(line: str) -> re.Match[str] | None:
+    """The first tumour the line names that no negation before it denies ("negative for
+    metastatic carcinoma" names none)."""
+    for match in _TUMOUR.finditer(line):
+        if not _NEGATED.search(line[: match.start()]):
+            return match
+    return None
+
+
 def _diagnostic_line(body: str) -> str:
     lines = [line for line in body.split("\n") if clean(line)]
-    chosen = next((line for line in lines if _TUMOUR.search(line)), lines[0] if lines else "")
-    match = _TUMOUR.search(chosen)
+    chosen = next(
+        (line for line in lines if _affirmed_tumour(line)),
+        next((line for line in lines if _TUMOUR.search(line)), lines[0] if lines else ""),
+    )
+    match = _affirmed_tumour(chosen) or _TUMOUR.search(chosen)
     if match:
         a, b = sentence(chosen, match.start(), match.end())
         start = 0 if len(clean(chosen[:a])) < 60 else a  # keep "Site, procedure:" leads
@@ -252,9 +265,9 @@ def _diagnostic(value: str) -> bool:
 
 
 def histology(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
-    # A label line on a form must be followed by a diagnosis, not by the form's next label.
-    accept = _diagnostic if level == 1 else None
-    hits = labelled(spec, outline, level, pick=_diagnostic_line, accept=accept)
+    # A label line on a form must be followed by a diagnosis, not by the form's next label;
+    # "Diagnosis: Kidney, left, nephrectomy:" names the specimen, the diagnosis follows.
+    hits = labelled(spec, outline, level, pick=_diagnostic_line, accept=_diagnostic)
     if level < 2:
         return hits
     # The first malignancy named in natural order ("high grade urothelial carcinoma"), outside
@@ -273,7 +286,10 @@ def histology(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
                     continue
                 value = _cut(text[a:b], spec.max_chars)
                 hits.append(Hit(value, snippet(outline, page, a, b), page, 0, offset))
-                return hits
+                # Every candidate in reading order, a few at most: the first that its text
+                # supports is taken (a history line may name the tumour first).
+                if len(hits) >= LEVEL2_CANDIDATES:
+                    return hits
     return hits
 
 
@@ -340,7 +356,8 @@ def grade(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
                 if not _TUMOUR.search(text[a:b]) and not match.group(0).startswith("G"):
                     continue
                 hits.append(Hit(match.group(0), line.text.strip(), page, 0, offset))
-                return hits
+                if len(hits) >= LEVEL2_CANDIDATES:
+                    return hits
     return hits
 
 
@@ -419,7 +436,10 @@ def _marker_value(tail: str) -> str:
     end = re.search(r"(?<=[a-z%)\]])\.(?:\s|$)|;|\n", tail)
     if end:
         tail = tail[: end.start()]
-    return re.sub(r"(?:\s+(?:and|or|with))+$", "", clean(tail[:90]), flags=re.IGNORECASE)
+    value = re.sub(r"(?:\s+(?:and|or|with))+$", "", clean(tail[:90]), flags=re.IGNORECASE)
+    if value.count("(") > value.count(")"):  # "Amplified (HER2/CEP17 ...": cut at the marker
+        value = clean(value[: value.rfind("(")])
+    return value
 
 
 def _marker_hits(outline: Outline, name: str, value: str, level: int, spec: FieldSpec) -> list[Hit]:
@@ -798,7 +818,8 @@ MEASUREMENT = (
 )
 _MEASUREMENT = _flags(MEASUREMENT)
 _TECHNIQUE = _flags(
-    r"\b(?:slices?|thick|thickness|collimation|increments?|intervals?|reconstruct\w*|reformat\w*"
+    r"\b(?:slices?|sections|thick|thickness|collimation|increments?|intervals?|reconstruct\w*"
+    r"|reformat\w*"
     r"|contrast|optiray|omnipaque|isovue|visipaque|gadolinium|mci|mbq|mhz|transducer|kvp|mas"
     r"|mgy|dose|oral|syringe|bolus|inject\w*|administered|agent|saline|ultravist|magnevist"
     r"|solution|infus\w*|received)\b"
@@ -988,11 +1009,19 @@ def title(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
 
 # -- chief complaint -------------------------------------------------------------------------------
 
+# "presents with Mom and Dad for ...": who came along is not the complaint.
+_COMPANY = (
+    r"\s+(?:(?:his|her|their)\s+)?(?:mom|dad|mother|father|parents?|wife|husband|family"
+    r"|daughter|son|caregiver|guardian)\b"
+)
 _PRESENTS = _flags(
     r"\b(?:presents?|presenting|presented|comes?|came|is\s+here|here|returns?|admitted|referred"
     r"|seen|evaluated|coming)\b(?:\s+(?:(?:in|to|at)\s+(?:the\s+)?\w+(?:\s+\w+)?|in|today|back"
     r"|again"
-    r"|earlier\s+today|with\s+(?:his|her|their)\s+\w+))*?\s+(?:today\s+)?(?:for|with|after"
+    r"|earlier\s+today|with\s+(?:his|her|their)\s+\w+"
+    r"|with\s+(?:(?:his|her|their)\s+)?(?:mom|dad|mother|father|parents?|wife|husband|family"
+    r"|daughter|son|caregiver|guardian)(?:\s+and\s+(?:mom|dad|mother|father))?))*?\s+(?:today\s+)?"
+    rf"(?:for|with(?!{_COMPANY})|after"
     r"|because\s+of|complaining\s+of|c/o)\s+(?:a\s+|an\s+)?(?:(?:chief\s+|main\s+)?complaints?\s+of\s+)?"
     r"(?P<v>[^.\n]{3,200})"
     r"|\b(?:main|chief)\s+complaint\s+(?:of|is)\s+(?P<w>[^.\n]{3,200})"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.fields.evaluator import Evaluation, evaluate, feedback_block
+from engine.fields.evaluator import Evaluation, evaluate, feedback_block, screen
 from engine.fields.offline_extractor import ExtractedField
 from engine.fields.templates import Template
 
@@ -107,7 +107,9 @@ def run_loop(
     while True:
         t0 = clock()
         full_prompt = prompt + (f"\n\n{feedback}" if feedback else "")
-        fields = extractor(full_prompt, feedback, flagged, len(iterations))
+        # What the extractor read, less what its own text does not support: only that is
+        # ever reported.
+        fields = screen(template, extractor(full_prompt, feedback, flagged, len(iterations)), pages)
         evaluation = evaluate(template, fields, pages)
         previous = iterations[-1].evaluation.overall if iterations else None
         iteration = Iteration(

@@ -23,12 +23,16 @@ from typing import Any
 from engine.fields.finders import FINDERS, MAX_LEVEL, Hit, presence
 from engine.fields.labelled import find_labelled
 from engine.fields.sections import Outline
+from engine.fields.support import Span, examine, in_addendum, locate, stated_without_value
 from engine.fields.templates import FieldSpec, Template
 
 FOUND = "found"
 NOT_PRESENT = "not_present"
 AMBIGUOUS = "ambiguous"
 MISSING = "missing"
+# The document names the field but gives no current value of its own (not performed, see
+# addendum, a prior study's value, another specimen's): nothing is reported.
+UNSUPPORTED = "unsupported"
 CONFIDENCE_BY_LEVEL = {0: 0.9, 1: 0.8, 2: 0.6}
 
 
@@ -42,6 +46,9 @@ class ExtractedField:
     page: int | None = None
     level: int | None = None
     snippets: list[str] = field(default_factory=list)  # one per value of a multiple field
+    span: list[int] | None = None  # [page, start, end] of the value in the page's text
+    unsupported: list[str] = field(default_factory=list)  # why a value was not reported
+    withdrawn: Any = None  # the value an extractor gave that its span does not support
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,14 +77,50 @@ def hits_at(spec: FieldSpec, outline: Outline, level: int) -> list[Hit]:
     return [Hit(v, s, p) for v, s, p in find_labelled(spec, outline.pages, level)]
 
 
+def _screen(
+    spec: FieldSpec, outline: Outline, hits: list[Hit]
+) -> tuple[list[tuple[Hit, Span | None]], list[tuple[Hit, list[str]]]]:
+    """The hits whose spans support their values, with their spans; and the others, with the
+    reasons."""
+    kept: list[tuple[Hit, Span | None]] = []
+    dropped: list[tuple[Hit, list[str]]] = []
+    for hit in hits:
+        values = hit.value if isinstance(hit.value, list) else [hit.value]
+        supported = []
+        reasons: list[str] = []
+        span = None
+        for value in values:
+            span = locate(outline, hit.page, hit.snippet, str(value))
+            why = examine(spec, outline, span, str(value))
+            if why:
+                reasons += why
+            else:
+                supported.append(value)
+        if not supported:
+            dropped.append((hit, list(dict.fromkeys(reasons))))
+            continue
+        if isinstance(hit.value, list):
+            hit = Hit(supported, hit.snippet, hit.page, hit.rank, hit.offset)
+        kept.append((hit, span))
+    return kept, dropped
+
+
+def _as_span(span: Span | None) -> list[int] | None:
+    return [span.page, span.start, span.end] if span is not None else None
+
+
 def extract_field(
     spec: FieldSpec, pages: list[str], *, max_level: int, outline: Outline | None = None
 ) -> ExtractedField:
     outline = outline or outline_for(pages)
+    rejected: list[tuple[Hit, list[str]]] = []
     for level in range(0, max_level + 1):
-        hits = hits_at(spec, outline, level)
-        if not hits:
+        found, dropped = _screen(spec, outline, hits_at(spec, outline, level))
+        rejected += dropped
+        if not found:
             continue
+        hits = [hit for hit, _ in found]
+        spans = {id(hit): span for hit, span in found}
         confidence = CONFIDENCE_BY_LEVEL[level]
         if spec.multiple:
             merged: list[str] = []
@@ -89,23 +132,74 @@ def extract_field(
                         snippets.append(hit.snippet)
             first = hits[0]
             return ExtractedField(
-                spec.name, merged, FOUND, confidence, first.snippet, first.page, level, snippets
+                spec.name,
+                merged,
+                FOUND,
+                confidence,
+                first.snippet,
+                first.page,
+                level,
+                snippets,
+                _as_span(spans[id(first)]),
             )
         if spec.finder:
-            best = min(hits, key=lambda h: (h.rank, h.page, h.offset))
+            # An addendum's value supersedes the report's first reading of it.
+            addenda = [h for h in hits if (sp := spans[id(h)]) and in_addendum(outline, sp)]
+            best = min(addenda or hits, key=lambda h: (h.rank, h.page, h.offset))
             return ExtractedField(
-                spec.name, best.value, FOUND, confidence, best.snippet, best.page, level
+                spec.name,
+                best.value,
+                FOUND,
+                confidence,
+                best.snippet,
+                best.page,
+                level,
+                span=_as_span(spans[id(best)]),
             )
         first = hits[0]
         distinct = {str(h.value).lower() for h in hits}
         if len(distinct) > 1 and spec.format not in {"text", "date"}:
             return ExtractedField(
-                spec.name, first.value, AMBIGUOUS, 0.5, first.snippet, first.page, level
+                spec.name,
+                first.value,
+                AMBIGUOUS,
+                0.5,
+                first.snippet,
+                first.page,
+                level,
+                span=_as_span(spans[id(first)]),
             )
         return ExtractedField(
-            spec.name, first.value, FOUND, confidence, first.snippet, first.page, level
+            spec.name,
+            first.value,
+            FOUND,
+            confidence,
+            first.snippet,
+            first.page,
+            level,
+            span=_as_span(spans[id(first)]),
+        )
+    if rejected:
+        # The document names the field, but no mention of it holds a current value of its
+        # own: nothing is reported, and the reason is kept.
+        hit, _reasons = rejected[0]
+        return ExtractedField(
+            spec.name,
+            None,
+            UNSUPPORTED,
+            0.0,
+            hit.snippet,
+            hit.page,
+            None,
+            unsupported=list(dict.fromkeys(r for _, rs in rejected for r in rs)),
         )
     cue = presence(spec, outline)
+    if cue is not None and (why := stated_without_value(spec, outline, cue)):
+        # "ER: not performed", "HER2: see addendum" (and no addendum): the field is stated,
+        # with no value to report.
+        return ExtractedField(
+            spec.name, None, UNSUPPORTED, 0.0, cue.snippet, cue.page, None, unsupported=why
+        )
     if cue is not None:
         # The document states this field (its label or cue is on the page) but no value was
         # read: report it as missing, with the text that shows it is there.

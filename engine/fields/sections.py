@@ -41,6 +41,7 @@ _INLINE_HEADER = re.compile(
 _COLON_LINE = re.compile(r"^[ \t]*(?P<name>[A-Z][^:\n]{1,60}?)[ \t]*:[ \t,]*$")
 _CAPS_LINE = re.compile(r"^[ \t]*(?P<name>[A-Z][A-Z0-9&/'(),.\- ]{2,60}?)[ \t]*:?[ \t]*$")
 _SOAP = frozenset({"S", "O", "A", "P"})
+_PART_HEADER = re.compile(r"^[ \t]*(?:part\s+)?[A-H1-9][.)][ \t]+\S", re.IGNORECASE)
 _WORD = re.compile(r"[a-z]+")
 
 
@@ -103,7 +104,9 @@ def _header(line: Line) -> Header | None:
         caps = name.upper() == name
         # "Bladder:", "Left pelvic lymph nodes:" head what follows; a longer sentence ending
         # in a colon ("Assessment for vestibular function follows:") does not.
-        if len(name.split()) <= (6 if caps else 5):
+        if len(name.split()) <= (6 if caps else 5) or (
+            _PART_HEADER.match(name) and len(name.split()) <= 12
+        ):
             return Header(name, norm(name), line, line.end, False, caps)
     match = _CAPS_LINE.match(text)
     if match:
@@ -148,10 +151,18 @@ class Outline:
             end = self._end(i, page, len(text))
             if not text[start:end].strip(" \t\n,:") and i + 1 < len(self.headers):
                 # A header with nothing under it heads the sub-sections that follow
-                # ("DIAGNOSIS:" then "A. LEFT BREAST, MASTECTOMY:" then the diagnosis).
-                following = self.headers[i + 1]
-                if following.line.page == page:
-                    end = self._end(i + 1, page, len(text))
+                # ("DIAGNOSIS:" then "A. LEFT BREAST, MASTECTOMY:" then the diagnosis), all
+                # the parts of a specimen ("A. ...:", "B. ...:") when they are lettered.
+                j = i + 1
+                while (
+                    j + 1 < len(self.headers)
+                    and self.headers[j + 1].line.page == page
+                    and _PART_HEADER.match(self.headers[j].line.text)
+                    and _PART_HEADER.match(self.headers[j + 1].line.text)
+                ):
+                    j += 1
+                if self.headers[i + 1].line.page == page:
+                    end = self._end(j, page, len(text))
             body = text[start:end]
             lead = len(body) - len(body.lstrip(" \t\n,:"))
             body = body.strip(" \t\n,:")

@@ -94,6 +94,28 @@ def verify_rules(output: ClassificationOutput, context: DocumentContext) -> list
             )
         )
 
+    starts = {s.start_page for s in output.segments}
+    for boundary in context.boundaries:
+        if not boundary.cut or boundary.page in starts:
+            continue
+        said = "; ".join(
+            f"{c.description} (“{c.text}”)" if c.text else c.description
+            for c in boundary.cues
+            if c.weight > 0
+        )
+        issues.append(
+            _issue(
+                Severity.MAJOR,
+                "missed_boundary",
+                f"Page {boundary.page} reads as the start of a new document, but no segment "
+                f"starts there: {said}.",
+                "segments",
+                f"Start a new segment at page {boundary.page}, unless the page continues the "
+                "document before it.",
+                llm=True,
+            )
+        )
+
     ranges = [(s.start_page, s.end_page) for s in output.segments]
     if ranges and all(1 <= a <= b <= context.page_count for a, b in ranges):
         covered: dict[int, int] = {}

@@ -310,15 +310,12 @@ def test_a_blank_form_is_detected():
     assert any("blank form" in i["message"] for i in result.issues)
 
 
-def test_overall_is_the_weighted_sum():
+def test_overall_is_the_mean_of_expected_precision_and_recall():
     result = evaluator.evaluate(PATHOLOGY, extract(PATHOLOGY, [PATH_PAGE]), [PATH_PAGE])
-    expected = (
-        0.30 * result.completeness
-        + 0.40 * result.accuracy
-        + 0.15 * result.validity
-        + 0.15 * result.consistency
-    )
-    assert result.overall == round(expected, 4)
+    expected = 0.5 * (result.expected_precision + result.expected_recall)
+    assert abs(result.overall - expected) < 1e-3
+    # Values read under their labels are trusted most, not blindly: the score stays below 1.
+    assert 0.95 <= result.overall < 1.0
 
 
 def test_feedback_lists_score_issues_missing_suggestions_priority_and_previous():
@@ -370,13 +367,14 @@ def test_a_scripted_client_that_improves_reaches_the_threshold():
         template=PATHOLOGY,
         pages=[LOOP_PAGE],
         extractor=extractor,
-        config=LoopConfig(quality_threshold=0.99, max_iterations=3),
+        config=LoopConfig(quality_threshold=0.85, max_iterations=3),
     )
     assert result.stopped_reason == THRESHOLD_MET and result.met_threshold
-    # First: Ki-67 only, so the stated histology and grade are missing (completeness 0.15,
-    # halved for the missing fields and again for no required field); then all it states.
-    assert [i.evaluation.overall for i in result.iterations] == [0.7113, 1.0]
-    assert result.iterations[1].improvement == 0.2887
+    # First: Ki-67 only, so the stated histology and grade are missing (expected recall is
+    # low); then all it states.
+    first, second = (i.evaluation.overall for i in result.iterations)
+    assert first < 0.6 and second >= 0.95
+    assert result.iterations[1].improvement == round(second - first, 4)
     first_prompt, first_feedback, _ = extractor.prompts[0]
     second_prompt, second_feedback, flagged = extractor.prompts[1]
     assert first_feedback is None and second_prompt.startswith(first_prompt)
@@ -452,7 +450,7 @@ def test_the_offline_loop_widens_only_the_flagged_fields():
         template=PATHOLOGY,
         pages=[FORM_PAGE],
         extractor=offline_extractor(PATHOLOGY, [FORM_PAGE]),
-        config=LoopConfig(quality_threshold=0.99),
+        config=LoopConfig(quality_threshold=0.9),
     )
     first, best = result.iterations[0], result.best
     assert first.fields["histology"].status == "missing"
@@ -460,4 +458,5 @@ def test_the_offline_loop_widens_only_the_flagged_fields():
     assert best.fields["histology"].value.startswith("High grade muscle invasive urothelial")
     assert best.fields["grade"].value == "High grade"
     assert best.fields["ki67"] == first.fields["ki67"]  # unflagged fields stay as they were
-    assert result.stopped_reason == THRESHOLD_MET and result.final_score == 1.0
+    # Read from a form's label lines (level 1), trusted a little less than under a label.
+    assert result.stopped_reason == THRESHOLD_MET and 0.9 <= result.final_score < 0.98

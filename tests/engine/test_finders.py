@@ -495,7 +495,7 @@ def test_the_loop_reads_a_whole_breast_report_and_scores_it_as_complete():
     }
     first = result.iterations[0]
     assert first.fields["margins"].status == "missing" and first.evaluation.overall < 0.95
-    assert result.final_score == 1.0 and len(result.iterations) == 2
+    assert result.final_score >= 0.95 and len(result.iterations) == 2
 
 
 def test_outlines_are_parsed_once_per_document():

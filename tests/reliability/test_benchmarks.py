@@ -143,3 +143,123 @@ def test_a_failed_bench_run_is_reported_with_its_document_and_reason():
             "error": "The language model call failed: the response did not fit the schema",
         }
     ]
+
+
+# -- field ground truth as a regression set --------------------------------------------------------
+
+BREAST_REPORT = (
+    "SURGICAL PATHOLOGY REPORT\n\nFINAL DIAGNOSIS:\nLeft breast, core biopsy: invasive ductal "
+    "carcinoma, Nottingham grade 2.\nEstrogen receptor (ER): Positive (95%).\n"
+    "HER2 (IHC): See addendum.\n"
+)
+
+
+def _truth_with_corrections(document, source):
+    from review.models import GroundTruth
+
+    fields = {
+        "histology": {
+            "value": "invasive ductal carcinoma",
+            "status": "found",
+            "corrected": True,
+            "extracted": "carcinoma",
+        },
+        "grade": {"value": "Nottingham grade 2", "status": "found"},
+        # The machine read "See addendum" as HER2's value; the reviewer cleared it.
+        "her2_status": {
+            "value": None,
+            "status": "not_present",
+            "corrected": True,
+            "extracted": "See addendum",
+        },
+        "ki67": {"value": None, "status": "not_present"},  # no one read it: not truth
+    }
+    return GroundTruth.objects.create(
+        document=document,
+        source=source,
+        dominant_type="pathology",
+        classification={},
+        fields=[{"segment": 0, "doc_type": "pathology", "pages": [1, 1], "fields": fields}],
+    )
+
+
+def test_reviewers_field_corrections_are_a_regression_set():
+    from benchmarks.evaluation import field_cases_from_ground_truth
+
+    record = {
+        "document_id": "d1",
+        "source": "SME_CORRECTED",
+        "pages": [{"number": 1, "text": BREAST_REPORT}],
+        "fields": [
+            {
+                "segment": 0,
+                "doc_type": "pathology",
+                "pages": [1, 1],
+                "fields": {
+                    "histology": {"value": "IDC", "status": "found", "corrected": True},
+                    "grade": {"value": "grade 2", "status": "found"},
+                    "her2_status": {"value": None, "status": "not_present", "corrected": True},
+                    "ki67": {"value": None, "status": "not_present"},
+                },
+            }
+        ],
+    }
+    machine = dict(record, source="AUTO_ACCEPTED", document_id="d2")
+    [case] = field_cases_from_ground_truth([record, machine])
+    assert case.key == "d1:0" and case.doc_type == "pathology" and case.pages == [BREAST_REPORT]
+    assert case.expected == {"histology": "IDC", "grade": "grade 2", "her2_status": None}
+    [only] = field_cases_from_ground_truth([record], corrected_only=True)
+    assert only.expected == {"histology": "IDC", "her2_status": None}
+
+
+@pytest.mark.django_db
+def test_evaluate_measures_the_fields_against_the_databases_field_ground_truth(tmp_path):
+    from tests.conftest import ready_document
+
+    _truth_with_corrections(ready_document(BREAST_REPORT, sha="a"), "SME_CORRECTED")
+    _truth_with_corrections(ready_document(BREAST_REPORT, sha="b"), "AUTO_ACCEPTED")
+    out = StringIO()
+    call_command(
+        "evaluate", "--ground-truth", "--fields", "--json", str(tmp_path / "f.json"), stdout=out
+    )
+    figures = json.loads((tmp_path / "f.json").read_text())["fields"]
+    loop = figures["loop"]
+    assert loop["documents"] == 1  # the machine-accepted record is not truth
+    assert loop["per_field"]["her2_status"] == {
+        "tp": 0,
+        "fp": 0,
+        "fn": 0,
+        "precision": 0.0,
+        "recall": 0.0,
+    }  # "See addendum" is not reported any more: the cleared value holds
+    assert loop["per_field"]["grade"]["tp"] == 1 and loop["per_field"]["histology"]["tp"] == 1
+    assert "Field ground truth: 1 segments of 1 documents" in out.getvalue()
+    assert "Reliability of the loop's score per template" in out.getvalue()
+
+
+def test_generated_bundles_keep_every_document_whole_and_in_order(tmp_path):
+    from benchmarks import bundles
+
+    (tmp_path / "docs").mkdir()
+    rows = []
+    for index in range(6):
+        label = "radiology" if index % 2 else "pathology"
+        text = f"REPORT {index}\n" + ("line of findings text\n" * (150 if index == 0 else 5))
+        (tmp_path / "docs" / f"d{index}.txt").write_text(text)
+        rows.append({"doc_id": f"d{index}", "label": label, "path": f"docs/d{index}.txt"})
+
+    def extract(path):
+        return [path.read_text()]
+
+    folder = bundles.build(tmp_path, tmp_path / "out", extract=extract, rows=rows, count=5, seed=3)
+    specs = [json.loads(line) for line in (folder / "segments.jsonl").read_text().splitlines()]
+    assert specs and {s["shape"] for s in specs} == {"mixed", "same_type"}
+    for spec in specs:
+        pages = (folder / spec["bundle"]).read_text().split("\f")
+        assert len(pages) == spec["n_pages"] == spec["segments"][-1]["last_page"]
+        for first, second in zip(spec["segments"], spec["segments"][1:], strict=False):
+            assert second["first_page"] == first["last_page"] + 1
+    long = [s for spec in specs for s in spec["segments"] if s["doc_id"] == "d0"]
+    assert all(s["last_page"] > s["first_page"] for s in long)  # a long text is paginated
+    again = bundles.build(tmp_path, tmp_path / "again", extract=extract, rows=rows, count=5, seed=3)
+    assert (again / "segments.jsonl").read_text() == (folder / "segments.jsonl").read_text()

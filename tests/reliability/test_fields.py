@@ -39,7 +39,7 @@ RADIOLOGY = (
 def test_templates_are_mirrored_for_the_admin():
     assert templates_sync() == 5
     row = ExtractionTemplate.objects.get(pack="clinical", doc_type="genomic")
-    assert row.field_count == 5 and row.pack_version == "clinical-2026.12.1"
+    assert row.field_count == 5 and row.pack_version == "clinical-2026.12.2"
 
 
 def test_each_segment_of_a_composite_document_is_extracted_with_its_template():

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from benchmarks import evaluation
+from benchmarks import bundles, evaluation
 from documents.services import pages_extract
 from engine.classifiers.trained import TrainedClassifier, TrainedModel, UntrustedModel
 from reliability import training
@@ -49,7 +50,27 @@ class Command(BaseCommand):
         parser.add_argument("--json", dest="json_out", help="also write the figures here")
         parser.add_argument("--preset", default=None)
         parser.add_argument("--limit", type=int, default=None)
-        parser.add_argument("--fields", help="expected fields (JSONL); default CORPUS/fields.jsonl")
+        parser.add_argument(
+            "--fields",
+            help="expected fields (JSONL): the corpus's (doc_id, fields), or a ground-truth "
+            "export with text (reviewers' field corrections as a regression set); default "
+            "CORPUS/fields.jsonl. With --ground-truth: the database's field ground truth",
+            nargs="?",
+            const="",
+        )
+        parser.add_argument(
+            "--corrected-only",
+            action="store_true",
+            help="with field ground truth: only the values reviewers corrected",
+        )
+        parser.add_argument(
+            "--bundles",
+            type=int,
+            default=12,
+            help="also join this many bundles of the corpus's documents (different orders, "
+            "lengths and types) in a temporary folder and measure where they are cut; 0: none",
+        )
+        parser.add_argument("--seed", type=int, default=27, help="the generated bundles' seed")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["llm"] or options["candidate_model"]:
@@ -57,9 +78,23 @@ class Command(BaseCommand):
                 raise CommandError("--llm compares on held-back ground truth: add --ground-truth.")
             self._llm_gate(options)
             return
+        if options["ground_truth"] and options["fields"] is not None and not options["model"]:
+            self._field_regression(options)
+            return
         model = self._model(options["model"])
         if options["ground_truth"]:
             self._regression_gate(model, options)
+            return
+        if not options["corpus"] and options["fields"]:
+            # A ground-truth export with text: its field ground truth alone.
+            modes = evaluation.evaluate_fields(
+                Path("."), Path(options["fields"]), extract=lambda p: [], run=self._extract_fields
+            )
+            self.stdout.write(evaluation.format_fields(modes))
+            if options["json_out"]:
+                Path(options["json_out"]).write_text(
+                    json.dumps({"fields": modes}, indent=2, sort_keys=True)
+                )
             return
         if not options["corpus"]:
             raise CommandError("Give a corpus folder (or --ground-truth).")
@@ -99,6 +134,29 @@ class Command(BaseCommand):
             "gate": gate.model if gate is not None else None,
             "preset": preset.name,
         }
+        if options["bundles"]:
+            with tempfile.TemporaryDirectory() as folder:
+                built = bundles.build(
+                    corpus,
+                    Path(folder),
+                    extract=extract,
+                    rows=evaluation.read_labels(corpus),
+                    count=options["bundles"],
+                    seed=options["seed"],
+                )
+                generated = evaluation.evaluate_bundles(
+                    built,
+                    extract=extract,
+                    classify=primary.classify,
+                    preset=preset,
+                    llm=client,
+                    gate=gate,
+                    calibrated=getattr(primary, "calibrated", False),
+                )
+            metrics["generated_bundles"] = {
+                **evaluation.bundle_metrics(generated),
+                "seed": options["seed"],
+            }
         fields_file = Path(options["fields"]) if options["fields"] else corpus / "fields.jsonl"
         if fields_file.exists():
             metrics["fields"] = evaluation.evaluate_fields(
@@ -109,6 +167,48 @@ class Command(BaseCommand):
             self.stdout.write(evaluation.format_fields(metrics["fields"]))
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(metrics, indent=2, sort_keys=True))
+            self.stdout.write(f"Wrote {options['json_out']}")
+
+    def _field_regression(self, options: dict[str, Any]) -> None:
+        """The fields of every document a clinician decided, against the values the
+        clinicians corrected or let stand: a regression set that grows with each review."""
+        from documents.models import Page
+        from review.models import GroundTruth
+        from review.serializers import ground_truth_as_dict
+
+        latest: dict[Any, GroundTruth] = {}
+        for truth in GroundTruth.objects.select_related("document", "reviewer").order_by(
+            "document_id", "-version"
+        ):
+            latest.setdefault(truth.document_id, truth)
+        records = []
+        for truth in latest.values():
+            if truth.source not in evaluation.CLINICIAN_SOURCES or not truth.fields:
+                continue
+            row = ground_truth_as_dict(truth)
+            row["pages"] = list(
+                Page.objects.filter(document_id=truth.document_id)
+                .order_by("number")
+                .values_list("text", flat=True)
+            )
+            records.append(row)
+        cases = evaluation.field_cases_from_ground_truth(
+            records, corrected_only=options["corrected_only"]
+        )
+        if options["limit"]:
+            cases = cases[: options["limit"]]
+        if not cases:
+            raise CommandError("No field ground truth from clinicians in the database.")
+        self.stdout.write(
+            f"Field ground truth: {len(cases)} segments of {len(records)} documents decided "
+            "by clinicians."
+        )
+        modes = evaluation.evaluate_field_cases(cases, run=self._extract_fields)
+        self.stdout.write(evaluation.format_fields(modes))
+        if options["json_out"]:
+            Path(options["json_out"]).write_text(
+                json.dumps({"fields": modes}, indent=2, sort_keys=True)
+            )
             self.stdout.write(f"Wrote {options['json_out']}")
 
     def _model(self, path: str | None) -> TrainedModel | None:
