@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Run the whole test suite against a real PostgreSQL and Redis (see README, "Tests").
+# Run the whole test suite against a real PostgreSQL and Redis (see docs/testing.md).
 # Extra arguments go to pytest, e.g. scripts/test.sh -k upload -x
+#   scripts/test.sh --fast   the tests that need neither PostgreSQL, Redis nor Chromium, on SQLite
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  scripts/bootstrap.sh
+  unset DATABASE_URL REDIS_URL DEBUG
+  exec .venv/bin/pytest -m "not postgres and not redis and not browser" "$@"
+fi
 
 scripts/system-deps.sh --test
 scripts/bootstrap.sh
