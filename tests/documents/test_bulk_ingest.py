@@ -194,6 +194,7 @@ def test_ingest_prints_progress_not_a_line_per_file(folder):
     assert "4/4 file(s) in" in out
 
 
+@pytest.mark.postgres  # the benchmark checks for PostgreSQL before Redis
 def test_bench_bulk_ingest_needs_redis():
     with pytest.raises(CommandError, match="needs Redis"):
         run("bench_bulk_ingest", "--documents", "2")

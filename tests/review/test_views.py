@@ -393,6 +393,7 @@ def test_the_service_refuses_contradictory_ground_truth_whatever_the_caller(revi
     assert not GroundTruth.objects.exists()
 
 
+@pytest.mark.postgres  # row locks: SQLite serialises whole transactions instead
 @pytest.mark.django_db(transaction=True)
 def test_two_racing_submissions_produce_exactly_one_decision(roles, django_user_model):
     from review.roles import REVIEWERS
