@@ -45,6 +45,8 @@ LIGATURES = {
     "\ufb05": "st",
 }
 
+_LIGATURE_TABLE = str.maketrans(LIGATURES)
+
 # PDFium's marks for a hyphen that ends a line; the text has "-" there.
 _HYPHEN_MARKS = "\x02\ufffe"
 _LINE_BREAKS = "\r\n\x00"
@@ -425,28 +427,17 @@ def text_lines(chars: list[Char]) -> list[Line]:
     has its words with their boxes (points)."""
     boxed: list[Word] = []
     for word in _words(chars):
-        boxed.append(
-            (
-                "".join([LIGATURES.get(ch.text, ch.text) for ch in word]),
-                min([ch.x0 for ch in word]),
-                min([ch.top for ch in word]),
-                max([ch.x1 for ch in word]),
-                max([ch.bottom for ch in word]),
-            )
-        )
+        texts, x0s, tops, x1s, bottoms, _upright, _index = zip(*word, strict=True)
+        text = "".join(texts).translate(_LIGATURE_TABLE)
+        boxed.append((text, min(x0s), min(tops), max(x1s), max(bottoms)))
     clusters = _cluster([box[2] for box in boxed], Y_TOLERANCE)
     lines: list[Line] = []
     for _line_id, group in itertools.groupby(boxed, key=lambda box: clusters[box[2]]):
         words = tuple(group)
-        text = " ".join([word[0] for word in words]).strip(" ")
+        texts, x0s, tops, _x1s, bottoms = zip(*words, strict=True)
+        text = " ".join(texts).strip(" ")
         if text:
             lines.append(
-                Line(
-                    text=text,
-                    x0=min([word[1] for word in words]),
-                    top=min([word[2] for word in words]),
-                    bottom=max([word[4] for word in words]),
-                    words=words,
-                )
+                Line(text=text, x0=min(x0s), top=min(tops), bottom=max(bottoms), words=words)
             )
     return lines
