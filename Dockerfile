@@ -10,7 +10,7 @@ RUN apt-get update \
  && mkdir -p /data/media && chown vetted /data/media
 
 WORKDIR /app
-COPY pyproject.toml setup.py manage.py ./
+COPY pyproject.toml manage.py ./
 COPY config ./config
 COPY engine ./engine
 COPY benchmarks ./benchmarks
@@ -22,13 +22,7 @@ COPY templates ./templates
 COPY static ./static
 COPY demo ./demo
 # Editable: settings find templates/ and static/ beside the code in /app.
-# gcc builds the PDF reader's C loop (documents/_pdfchars.c) and is removed afterwards.
-RUN apt-get update \
- && apt-get install -y --no-install-recommends gcc libc6-dev \
- && pip install --no-cache-dir -e ".[datasets]" \
- && python -c 'from documents.pdftext import compiled_reader; assert compiled_reader()' \
- && apt-get purge -y --auto-remove gcc libc6-dev \
- && rm -rf /var/lib/apt/lists/* \
+RUN pip install --no-cache-dir -e ".[datasets]" \
  && python manage.py collectstatic --noinput -v 0
 
 USER vetted

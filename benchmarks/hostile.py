@@ -80,15 +80,20 @@ def one_page_pdf(
     )
 
 
-def self_referencing_media_box() -> bytes:
-    """The page's MediaBox is an object that refers to itself: resolving it never ends."""
+def self_referencing_media_box(*, ruled: bool = False) -> bytes:
+    """The page's MediaBox is an object that refers to itself: resolving it never ends.
+    ``ruled`` also draws a 2 x 2 ruled table (for a reader that asks a table finder about
+    ruled pages)."""
+    content = _text_content(["A page whose MediaBox refers to itself."])
+    if ruled:
+        content += b"\n72 500 100 40 re 172 500 100 40 re 72 540 100 40 re 172 540 100 40 re S"
     return raw_pdf(
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
             b"<< /Type /Page /Parent 2 0 R /MediaBox 6 0 R"
             b" /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
-            _stream(_text_content(["A page whose MediaBox refers to itself."])),
+            _stream(content),
             _FONT,
             b"6 0 R",
         ]

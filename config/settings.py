@@ -420,13 +420,6 @@ AXES_IPWARE_META_PRECEDENCE_ORDER = (
 # JSON API request bodies: at most this many bytes and this deep (nested objects and lists).
 API_JSON_MAX_BYTES = env_int("API_JSON_MAX_BYTES", 1024 * 1024, minimum=1024)
 API_JSON_MAX_DEPTH = env_int("API_JSON_MAX_DEPTH", 20, minimum=2)
-# Which reader gets a PDF page's text layer: "pdfium" (pypdfium2; pages it cannot read as
-# pdfminer does go to pdfplumber) or "pdfplumber" (pdfminer for every page, the reference).
-# `manage.py compare_ingestion` measures how often the two give the same paragraphs (120 of the
-# 122 dev-corpus pages), and evaluate and bench_verify give the same figures with either.
-PDF_TEXT_READER = env_str("PDF_TEXT_READER", "pdfium")
-if PDF_TEXT_READER not in ("pdfplumber", "pdfium"):
-    raise ImproperlyConfigured("PDF_TEXT_READER must be 'pdfplumber' or 'pdfium'.")
 # The classifier trained on ground truth. When a trained model is active it is
 # the offline primary (the rules become its gate) and the gate beside an LLM; off = the rules.
 TRAINED_CLASSIFIER = env_bool("TRAINED_CLASSIFIER", True)

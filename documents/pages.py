@@ -19,18 +19,17 @@ from typing import Any
 
 import pdfplumber
 import pypdfium2 as pdfium
-from pdfplumber.utils.text import LIGATURES as PLUMBER_LIGATURES
 
-from documents.boxes import Box, Word, align_words, fraction
+from documents.boxes import Box, Word, align_words
 from documents.images import PDFIUM_LOCK
 from documents.pdftext import (
-    LIGATURES,
     Line,
     PageGeometry,
+    Rule,
+    page_chars,
     page_geometry,
-    page_lines,
-    page_table_boxes,
-    word_fractions,
+    page_rules,
+    text_lines,
 )
 
 HEADING = "heading"
@@ -84,9 +83,6 @@ class OcrResult:
 OcrEngine = Callable[[Any], OcrResult]
 
 
-_Line = Line  # a text line with its characters (documents.pdftext)
-
-
 def classify_block(text: str, *, tall: bool = False) -> str:
     """A cheap guess of what a block is: heading, list item or running paragraph."""
     first_line = text.strip().split("\n", 1)[0]
@@ -116,7 +112,7 @@ def split_heading_lines(lines: list[str]) -> list[str]:
     return ["\n".join(p) for p in paragraphs]
 
 
-def group_lines(lines: list[_Line]) -> list[tuple[str, str, list[_Line]]]:
+def group_lines(lines: list[Line]) -> list[tuple[str, str, list[Line]]]:
     """Group text lines into paragraphs by vertical gaps, headings and list markers.
 
     Returns (paragraph text, block type, the paragraph's lines) in reading order.
@@ -124,7 +120,7 @@ def group_lines(lines: list[_Line]) -> list[tuple[str, str, list[_Line]]]:
     if not lines:
         return []
     median_height = statistics.median(line.height for line in lines)
-    blocks: list[list[_Line]] = []
+    blocks: list[list[Line]] = []
     for line in lines:
         if not blocks:
             blocks.append([line])
@@ -153,166 +149,133 @@ def group_lines(lines: list[_Line]) -> list[tuple[str, str, list[_Line]]]:
     return grouped
 
 
-def _reading_order(found: list[_Line]) -> list[_Line]:
-    lines = [line for line in found if line.text.strip()]
-    lines.sort(key=lambda line: (round(line.top, 1), line.x0))
-    return lines
-
-
-def _table_boxes(page: Any) -> list[tuple[float, float, float, float]]:
-    """Ruled tables of a pdfplumber page: the lines strategy is cheap on pages without edges."""
-    if not (page.lines or page.rects):
-        return []
-    return [table.bbox for table in page.find_tables()]
-
-
-def _in_any(line: _Line, boxes: Iterable[tuple[float, float, float, float]]) -> bool:
+def _in_any(line: Line, boxes: Iterable[tuple[float, float, float, float]]) -> bool:
     middle = (line.top + line.bottom) / 2
     return any(top <= middle <= bottom for (_x0, top, _x1, bottom) in boxes)
 
 
-def _line_words(line: _Line, geometry: PageGeometry) -> list[Word]:
-    """The words of one text line with their boxes. The line's characters carry positions
-    but no spaces; a space in the line's text between two characters ends a word."""
+def _line_words(line: Line, geometry: PageGeometry) -> list[Word]:
+    """The words of one text line, boxed in fractions of the page."""
     left, upper = geometry.bbox[0], geometry.bbox[1]
-    if line.words:
-        width, height = geometry.width, geometry.height
-        if width <= 0 or height <= 0:
-            return [(text, 0.0, 0.0, 0.0, 0.0) for text, *_box in line.words]
-        return word_fractions(line.words, left, upper, width, height)
-    words: list[Word] = []
-    current: list[Any] | None = None  # [text, x0, top, x1, bottom] in points
-    cursor = 0
-    for char in line.chars:
-        piece = LIGATURES.get(char.text, char.text)
-        if not piece.strip():
-            continue
-        at = line.text.find(piece, cursor)
-        if at < 0:
-            continue
-        if current is None or at > cursor:
-            if current is not None:
-                words.append(_word_in_fractions(current, geometry, left, upper))
-            current = [piece, char.x0, char.top, char.x1, char.bottom]
-        else:
-            current[0] += piece
-            current[1] = min(current[1], char.x0)
-            current[2] = min(current[2], char.top)
-            current[3] = max(current[3], char.x1)
-            current[4] = max(current[4], char.bottom)
-        cursor = at + len(piece)
-    if current is not None:
-        words.append(_word_in_fractions(current, geometry, left, upper))
-    return words
+    width, height = geometry.width, geometry.height
+    if width <= 0 or height <= 0:
+        return [(text, 0.0, 0.0, 0.0, 0.0) for text, *_box in line.words]
+    # documents.boxes.fraction on each edge, written out: this runs for every word.
+    return [
+        (
+            text,
+            round(min(1.0, max(0.0, (x0 - left) / width)), 4),
+            round(min(1.0, max(0.0, (top - upper) / height)), 4),
+            round(min(1.0, max(0.0, (x1 - left) / width)), 4),
+            round(min(1.0, max(0.0, (bottom - upper) / height)), 4),
+        )
+        for text, x0, top, x1, bottom in line.words
+    ]
 
 
-def _word_in_fractions(word: list[Any], geometry: PageGeometry, left: float, upper: float) -> Word:
-    text, x0, top, x1, bottom = word
-    return (
-        text,
-        fraction(x0 - left, geometry.width),
-        fraction(top - upper, geometry.height),
-        fraction(x1 - left, geometry.width),
-        fraction(bottom - upper, geometry.height),
-    )
-
-
-class _Plumber:
-    """The same file opened with pdfplumber, only when a page needs it: to read a whole page
-    PDFium cannot read exactly, or for the table finder when PDFium could not read a page's
-    paths. Most documents never pay for pdfminer's parse."""
+class _Tables:
+    """Ruled tables: pdfplumber's table finder on the straight strokes PDFium reads from the
+    page's vector paths (documents.pdftext.page_rules), given to it as explicit lines. That
+    is pdfplumber's own "lines" strategy on the same edges, without pdfminer parsing the
+    page: the file is opened with pdfplumber (its page tree, not its pages' content) only once a
+    page has the two horizontal and two vertical strokes a table needs."""
 
     def __init__(self, data: bytes) -> None:
         self._data = data
         self._pdf: Any = None
+        self._pages: list[Any] = []
+        self._unreadable = False
 
-    def _page(self, number: int) -> Any:
-        if self._pdf is None:
-            self._pdf = pdfplumber.open(io.BytesIO(self._data))
-        return self._pdf.pages[number - 1]
-
-    def table_boxes(self, number: int) -> list[tuple[float, float, float, float]]:
-        try:
-            page = self._page(number)
-            try:
-                return _table_boxes(page)
-            finally:
-                page.close()
-        except Exception:  # a table is a block type, never a reason to refuse a page
+    def boxes(self, number: int, rules: list[Rule]) -> list[tuple[float, float, float, float]]:
+        """The ruled tables' boxes on page ``number``, in top-left points (as characters are
+        boxed); none when pdfplumber cannot read the file: a table is a block type, never a
+        reason to refuse a page."""
+        # pdfplumber's "lines" strategy leaves out strokes shorter than 1 pt before merging.
+        vertical = [_edge("v", rule) for rule in rules if rule[3] - rule[1] >= 1]
+        horizontal = [_edge("h", rule) for rule in rules if rule[2] - rule[0] >= 1]
+        if len(vertical) < 2 or len(horizontal) < 2 or self._unreadable:
             return []
-
-    def text_layer_page(self, number: int) -> PageContent:
-        page = self._page(number)
         try:
-            return _plumber_text_layer_page(page, number)
-        finally:
-            page.close()
+            if self._pdf is None:
+                self._unreadable = True  # until pdfplumber has read the page tree: once
+                self._pdf = pdfplumber.open(io.BytesIO(self._data))
+                self._pages = self._pdf.pages
+                self._unreadable = False
+            page = self._pages[number - 1]
+            settings = {
+                "vertical_strategy": "explicit",
+                "horizontal_strategy": "explicit",
+                "explicit_vertical_lines": vertical,
+                "explicit_horizontal_lines": horizontal,
+            }
+            return [table.bbox for table in page.find_tables(settings)]
+        except Exception:
+            return []
 
     def close(self) -> None:
         if self._pdf is not None:
             self._pdf.close()
 
 
-def _pdfium_table_boxes(page: Any) -> list[tuple[float, float, float, float]] | None:
-    try:
-        return page_table_boxes(page)
-    except Exception:  # a table is a block type, never a reason to refuse a page
-        return None
+def _edge(orientation: str, rule: Rule) -> dict[str, Any]:
+    """A stroke as pdfplumber describes the edge of a line or a rectangle."""
+    x0, top, x1, bottom = rule
+    return {
+        "object_type": "line_edge",
+        "orientation": orientation,
+        "x0": x0,
+        "x1": x1,
+        "top": top,
+        "bottom": bottom,
+        "doctop": top,
+        "width": x1 - x0,
+        "height": bottom - top,
+    }
 
 
-def _text_layer_page(page: Any, number: int, plumber: _Plumber) -> PageContent:
-    geometry = page_geometry(page)
+def _text_layer_page(page: Any, number: int, tables: _Tables) -> PageContent:
     with PDFIUM_LOCK:
         textpage = page.get_textpage()
         try:
-            found, exact = page_lines(page, textpage)
+            # While the text page is open, each character's index leads to its text object:
+            # where a check of how text is drawn (render mode, colour, size, place) belongs.
+            chars = page_chars(page, textpage)
         finally:
             textpage.close()
-        table_boxes = _pdfium_table_boxes(page) if exact else None
-    if not exact:
-        return plumber.text_layer_page(number)
-    lines = _reading_order(found)
-    if not lines:
-        table_boxes = []
-    elif table_boxes is None:  # PDFium could not read the paths: ask pdfminer
-        table_boxes = plumber.table_boxes(number)
-    return _layout_page(
-        number,
-        lines,
-        table_boxes,
-        line_words=lambda line: _line_words(line, geometry),
-        width=geometry.width,
-        height=geometry.height,
-    )
+        rules = page_rules(page) if chars else []
+        geometry = page_geometry(page)
+    lines = text_lines(chars)
+    table_boxes = tables.boxes(number, rules) if lines else []
+    return layout_page(number, lines, table_boxes, geometry)
 
 
-def _layout_page(
+def layout_page(
     number: int,
-    lines: list[_Line],
+    lines: list[Line],
     table_boxes: list[tuple[float, float, float, float]],
-    *,
-    line_words: Callable[[_Line], list[Word]],
-    width: float,
-    height: float,
+    geometry: PageGeometry,
 ) -> PageContent:
-    """A text-layer page from its lines, whichever reader found them: paragraphs in reading
-    order, block types (a paragraph inside a ruled table is a table), word boxes."""
+    """A text-layer page from its lines (whichever reader found them): paragraphs in reading
+    order, block types (a paragraph inside a ruled table is a table), word boxes (from the
+    lines' words)."""
+    found = [line for line in lines if line.text.strip()]
+    found.sort(key=lambda line: (round(line.top, 1), line.x0))
     paragraphs: list[str] = []
     block_types: list[str] = []
     words: list[Word] = []
-    for text, block_type, block in group_lines(lines):
+    for text, block_type, block in group_lines(found):
         paragraphs.append(text)
         in_table = table_boxes and _in_any(block[0], table_boxes)
         block_types.append(TABLE if in_table else block_type)
         for line in block:
-            words.extend(line_words(line))
+            words.extend(_line_words(line, geometry))
     content = PageContent(
         number=number,
         paragraphs=paragraphs,
         block_types=block_types,
         has_tables=bool(table_boxes),
-        width=float(width),
-        height=float(height),
+        width=float(geometry.width),
+        height=float(geometry.height),
     )
     content.boxes = align_words(content.text, words)
     return content
@@ -371,7 +334,7 @@ def _page_errors(number: int) -> Iterator[None]:
         ) from exc
 
 
-def _extract_pdf_pdfium(
+def extract_pdf(
     data: bytes,
     *,
     ocr: OcrEngine | None,
@@ -379,9 +342,9 @@ def _extract_pdf_pdfium(
     dpi: int = 300,
     on_page: Callable[[int, int], None] | None = None,
 ) -> list[PageContent]:
-    """PDFium reads the text layer and the ruled lines of tables; pdfplumber reads only the
-    pages PDFium cannot read as pdfminer does (and the tables of a page whose paths PDFium
-    could not read)."""
+    """Extract every page: PDFium reads the text layer (documents.pdftext), pdfplumber the
+    ruled tables of pages with vector paths. Pages whose text layer has fewer than
+    ``min_text_chars`` non-space characters are rendered and read by ``ocr``."""
     pages: list[PageContent] = []
     try:
         with PDFIUM_LOCK:
@@ -391,7 +354,7 @@ def _extract_pdf_pdfium(
         raise UnreadableDocument(
             "The PDF could not be opened: it is damaged or protected."
         ) from exc
-    plumber = _Plumber(data)
+    tables = _Tables(data)
     try:
         for index in range(1, total + 1):
             page: Any = None
@@ -399,7 +362,7 @@ def _extract_pdf_pdfium(
                 with _page_errors(index):
                     with PDFIUM_LOCK:
                         page = pdf[index - 1]
-                    content = _text_layer_page(page, index, plumber)
+                    content = _text_layer_page(page, index, tables)
                     engine = _ocr_for(content, index, min_text_chars=min_text_chars, ocr=ocr)
                     if engine is not None:
                         content = _ocr_page(page, index, ocr=engine, dpi=dpi)
@@ -411,140 +374,10 @@ def _extract_pdf_pdfium(
             if on_page is not None:
                 on_page(index, total)
     finally:
-        plumber.close()
+        tables.close()
         with PDFIUM_LOCK:
             pdf.close()
     return pages
-
-
-# The legacy pdfplumber reader, kept while the PDFium reader does not yet give the same
-# paragraphs on every page of the dev corpus (manage.py compare_ingestion measures it).
-def _plumber_lines_of(page: Any) -> list[_Line]:
-    raw = page.extract_text_lines(strip=True, return_chars=True)
-    return _reading_order(
-        [
-            _Line(
-                text=item["text"],
-                x0=item["x0"],
-                top=item["top"],
-                bottom=item["bottom"],
-                chars=tuple(item["chars"]),
-            )
-            for item in raw
-        ]
-    )
-
-
-def _plumber_line_words(line: _Line, page: Any) -> list[Word]:
-    """The words of one text line with their boxes. The line's characters carry positions
-    but no spaces; a space in the line's text between two characters ends a word."""
-    left, upper = page.bbox[0], page.bbox[1]
-    words: list[Word] = []
-    current: list[Any] | None = None  # [text, x0, top, x1, bottom] in points
-    cursor = 0
-    for char in line.chars:
-        piece = PLUMBER_LIGATURES.get(char["text"], char["text"])
-        if not piece.strip():
-            continue
-        at = line.text.find(piece, cursor)
-        if at < 0:
-            continue
-        if current is None or at > cursor:
-            if current is not None:
-                words.append(_plumber_word_in_fractions(current, page, left, upper))
-            current = [piece, char["x0"], char["top"], char["x1"], char["bottom"]]
-        else:
-            current[0] += piece
-            current[1] = min(current[1], char["x0"])
-            current[2] = min(current[2], char["top"])
-            current[3] = max(current[3], char["x1"])
-            current[4] = max(current[4], char["bottom"])
-        cursor = at + len(piece)
-    if current is not None:
-        words.append(_plumber_word_in_fractions(current, page, left, upper))
-    return words
-
-
-def _plumber_word_in_fractions(word: list[Any], page: Any, left: float, upper: float) -> Word:
-    text, x0, top, x1, bottom = word
-    return (
-        text,
-        fraction(x0 - left, page.width),
-        fraction(top - upper, page.height),
-        fraction(x1 - left, page.width),
-        fraction(bottom - upper, page.height),
-    )
-
-
-def _plumber_text_layer_page(page: Any, number: int) -> PageContent:
-    return _layout_page(
-        number,
-        _plumber_lines_of(page),
-        _table_boxes(page),
-        line_words=lambda line: _plumber_line_words(line, page),
-        width=page.width,
-        height=page.height,
-    )
-
-
-def _plumber_ocr_page(page: Any, number: int, *, ocr: OcrEngine, dpi: int) -> PageContent:
-    with PDFIUM_LOCK:
-        image = page.to_image(resolution=dpi).original
-    return _ocr_content(number, ocr(image), width=page.width, height=page.height)
-
-
-def _extract_pdf_pdfplumber(
-    data: bytes,
-    *,
-    ocr: OcrEngine | None,
-    min_text_chars: int = 20,
-    dpi: int = 300,
-    on_page: Callable[[int, int], None] | None = None,
-) -> list[PageContent]:
-    """The reader used before PDFium: pdfminer (through pdfplumber) for every page."""
-    pages: list[PageContent] = []
-    try:
-        pdf = pdfplumber.open(io.BytesIO(data))
-    except Exception as exc:  # pdfminer wraps every parse failure
-        raise UnreadableDocument(
-            "The PDF could not be opened: it is damaged or protected."
-        ) from exc
-    with pdf:
-        total = len(pdf.pages)
-        for index, page in enumerate(pdf.pages, start=1):
-            try:
-                with _page_errors(index):
-                    content = _plumber_text_layer_page(page, index)
-                    engine = _ocr_for(content, index, min_text_chars=min_text_chars, ocr=ocr)
-                    if engine is not None:
-                        content = _plumber_ocr_page(page, index, ocr=engine, dpi=dpi)
-            finally:
-                page.close()  # frees the page's parsed objects: memory stays flat on long files
-            pages.append(content)
-            if on_page is not None:
-                on_page(index, total)
-    return pages
-
-
-READERS = ("pdfplumber", "pdfium")
-
-
-def extract_pdf(
-    data: bytes,
-    *,
-    ocr: OcrEngine | None,
-    min_text_chars: int = 20,
-    dpi: int = 300,
-    on_page: Callable[[int, int], None] | None = None,
-    reader: str = "pdfplumber",
-) -> list[PageContent]:
-    """Extract every page. Pages whose text layer has fewer than ``min_text_chars``
-    non-space characters are rendered and read by ``ocr``. ``reader`` picks the text-layer
-    reader: "pdfplumber" (pdfminer, the reference) or "pdfium" (about 10-60x faster)."""
-    if reader not in READERS:
-        raise ValueError(f"Unknown PDF reader {reader!r}; expected one of {READERS}.")
-    extract = _extract_pdf_pdfium if reader == "pdfium" else _extract_pdf_pdfplumber
-    return extract(data, ocr=ocr, min_text_chars=min_text_chars, dpi=dpi, on_page=on_page)
 
 
 def decode_text(data: bytes) -> str | None:
@@ -617,7 +450,6 @@ def extract_file(
     min_text_chars: int = 20,
     dpi: int = 300,
     on_page: Callable[[int, int], None] | None = None,
-    reader: str = "pdfplumber",
 ) -> list[PageContent]:
     """Pages of a .pdf (text layer, OCR where needed) or of a text file, chosen by the name.
     ``on_page(done, total)`` is called after each PDF page (progress)."""
@@ -628,7 +460,6 @@ def extract_file(
             min_text_chars=min_text_chars,
             dpi=dpi,
             on_page=on_page,
-            reader=reader,
         )
     text = decode_text(data)
     if text is None:

@@ -270,7 +270,6 @@ def pages_extract(
             dpi=settings.OCR_DPI,
             max_points=settings.PAGE_MAX_POINTS,
             max_pixels=settings.PAGE_IMAGE_MAX_PIXELS,
-            reader=settings.PDF_TEXT_READER,
         )
     except SandboxFailed as failed:
         raise UnreadableDocument(_unsafe_message(failed)) from None

@@ -110,7 +110,6 @@ def extract_checked(
     dpi: int,
     max_points: float,
     max_pixels: int,
-    reader: str = "pdfplumber",
     report: Callable[[Any], None] | None = None,
 ) -> list[Any]:
     """documents.pages.extract_file, after a look at the page geometry. OCR renders at
@@ -149,7 +148,6 @@ def extract_checked(
             min_text_chars=min_text_chars,
             dpi=dpi,
             on_page=on_page,
-            reader=reader,
         )
     except UnreadableDocument as exc:
         # The reader calls any failure on a page "damaged"; running out of the memory limit

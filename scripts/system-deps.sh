@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
 # Install the Debian packages Vetted needs, when they are missing.
-#   scripts/system-deps.sh          tesseract (OCR for scanned pages), a C compiler
+#   scripts/system-deps.sh          tesseract (OCR for scanned pages)
 #   scripts/system-deps.sh --test   also Chromium (browser tests) and poppler-utils
 set -euo pipefail
 
 need=()
 command -v tesseract >/dev/null 2>&1 || need+=(tesseract-ocr tesseract-ocr-eng)
-# A C compiler builds the PDF reader's C loop at install (without one, pages are read in Python).
-command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 if [ "${1:-}" = "--test" ]; then
   [ -x /usr/bin/chromium ] || need+=(chromium)
   command -v pdftoppm >/dev/null 2>&1 || need+=(poppler-utils)
