@@ -12,6 +12,8 @@ RUN apt-get update \
 WORKDIR /app
 COPY pyproject.toml manage.py ./
 COPY config ./config
+COPY core ./core
+COPY api ./api
 COPY engine ./engine
 COPY benchmarks ./benchmarks
 COPY documents ./documents
