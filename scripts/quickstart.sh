@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up and run Vetted on its embedded default: SQLite, jobs inline, offline classifier,
-# demo documents and a demo reviewer. Open http://127.0.0.1:8000/ when it says so.
+# demo accounts, documents and one of each check. Open http://127.0.0.1:8000/ when it says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -9,8 +9,17 @@ import re
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from documents.models import Document
+from review.models import (
+    AuditEvent,
+    AuditSample,
+    GroundTruth,
+    Review,
+    ReviewPacket,
+    SecondReview,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -51,25 +60,118 @@ def test_ingest_rejects_a_missing_path():
         run("ingest", "/nonexistent/folder")
 
 
-def test_load_demo_creates_the_reviewer_and_processes_every_demo_document():
+DEMO_DOCUMENTS = 11
+
+
+def test_load_demo_creates_the_accounts_and_processes_every_demo_document():
     out, _ = run("load_demo", "--password", "demo-pass-123")
 
-    user = get_user_model().objects.get(username="reviewer")
-    assert user.check_password("demo-pass-123")
-    assert user.groups.filter(name="Reviewers").exists()
-    assert "username: reviewer" in out and "password: demo-pass-123" in out
-    admin = get_user_model().objects.get(username="admin")
+    users = get_user_model().objects
+    user = users.get(username="reviewer")
+    second = users.get(username="reviewer2")
+    for account in (user, second):
+        assert account.check_password("demo-pass-123")
+        assert account.groups.filter(name="Reviewers").exists()
+    for name in ("reviewer", "reviewer2", "admin"):
+        assert f"username: {name} " in out
+    assert "password: demo-pass-123" in out
+    admin = users.get(username="admin")
+    assert admin.check_password("demo-pass-123")
     assert admin.is_staff and admin.has_perm("review.export_ground_truth")
     assert user.has_perm("review.review_packets") and not user.has_perm(
         "review.export_ground_truth"
     )
     documents = Document.objects.all()
-    assert documents.count() == 6
+    assert documents.count() == DEMO_DOCUMENTS
     assert {d.status for d in documents} == {Document.Status.READY}
     assert {d.mime_type for d in documents} == {Document.MIME_PDF, Document.MIME_TEXT}
+    assert "reviewer: 5 packet(s) in the review queue (the 7-page outside_records_bundle" in out
+    assert "reviewer2: 1 second review(s)" in out and "admin: 1 adjudication(s)" in out
 
+    counts = demo_counts()
     out, _ = run("load_demo", "--password", "demo-pass-123")  # running it again is harmless
-    assert Document.objects.count() == 6
+    assert Document.objects.count() == DEMO_DOCUMENTS
+    assert demo_counts() == counts
+    assert "reviewer2: 1 second review(s)" in out and "admin: 1 adjudication(s)" in out
+
+
+def demo_counts() -> dict[str, int]:
+    return {
+        "packets": ReviewPacket.objects.count(),
+        "open": ReviewPacket.objects.filter(status__in=ReviewPacket.OPEN_STATUSES).count(),
+        "reviews": Review.objects.count(),
+        "second_reviews": SecondReview.objects.count(),
+        "audits": AuditSample.objects.count(),
+        "truth": GroundTruth.objects.count(),
+        "events": AuditEvent.objects.exclude(action=AuditEvent.Action.VIEWED_PACKET).count(),
+    }
+
+
+def test_each_demo_account_finds_its_check_waiting(client):
+    run("load_demo", "--password", "demo-pass-123")
+    users = get_user_model().objects
+    reviewer, second, admin = (users.get(username=n) for n in ("reviewer", "reviewer2", "admin"))
+
+    # The reviewer: several packets, among them a 7-page bundle whose third document (a
+    # tumour board note) the machine read as part of the pathology report: a split to make.
+    client.force_login(reviewer)
+    queue = client.get(reverse("review:queue")).content.decode()
+    open_packets = ReviewPacket.objects.filter(status__in=ReviewPacket.OPEN_STATUSES)
+    assert open_packets.count() == 5
+    assert all(f'data-packet="{p.pk}"' in queue for p in open_packets)
+    bundle = open_packets.get(document__original_filename="outside_records_bundle_demo.pdf")
+    assert bundle.document.page_count == 7
+    assert [
+        (s["start_page"], s["end_page"], s["dominant_type"])
+        for s in bundle.classification["segments"]
+    ] == [(1, 3, "pathology"), (4, 5, "radiology"), (6, 7, "genomic")]
+    # ... and one blind audit, of the accepted CT report.
+    sample = AuditSample.objects.get()
+    assert sample.status == AuditSample.Status.PENDING
+    assert sample.document.original_filename == "ct_chest_demo.pdf"
+    checks = client.get(reverse("review:checks")).content.decode()
+    assert f'data-audit="{sample.pk}"' in checks
+    assert "data-second=" not in checks  # the second reviews wait for someone else
+    assert client.get(reverse("review:audit", args=[sample.pk])).status_code == 200
+
+    # The second reviewer: the reviewer's correction of the portal message, blind.
+    waiting = SecondReview.objects.get(status=SecondReview.Status.AWAITING)
+    assert waiting.document.original_filename == "portal_message_demo.txt"
+    assert (waiting.first_by, waiting.first_type) == (reviewer, "clinical_note")
+    assert waiting.first_review.outcome == Review.Outcome.CORRECTED
+    client.force_login(second)
+    checks = client.get(reverse("review:checks")).content.decode()
+    assert f'data-second="{waiting.pk}"' in checks
+    assert client.get(reverse("review:second", args=[waiting.pk])).status_code == 200
+
+    # The admin: the two reviewers disagree on the MMR/MSI report.
+    disagreement = SecondReview.objects.get(status=SecondReview.Status.ADJUDICATION)
+    assert disagreement.document.original_filename == "mmr_msi_report_demo.pdf"
+    assert (disagreement.first_by, disagreement.first_type) == (reviewer, "genomic")
+    assert (disagreement.second_reviewer, disagreement.second_type) == (second, "pathology")
+    client.force_login(admin)
+    checks = client.get(reverse("review:checks")).content.decode()
+    assert f'data-adjudication="{disagreement.pk}"' in checks
+    assert client.get(reverse("review:second", args=[disagreement.pk])).status_code == 200
+
+    # Everything went through the services: locked, decided, audited.
+    actions = list(AuditEvent.objects.values_list("action", flat=True))
+    assert actions.count(AuditEvent.Action.DECIDED) == 2
+    assert actions.count(AuditEvent.Action.SECOND_REVIEWED) == 1
+    assert actions.count(AuditEvent.Action.AUDIT_SAMPLED) == 1
+    assert all(r.started_at is not None for r in Review.objects.all())
+
+
+def test_the_demo_sets_its_own_draws_and_runs_inline_whatever_the_deployment_says(settings):
+    # A deployment with workers (an unreachable Redis here), no audits and no second reviews.
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    settings.AUDIT_SAMPLE_RATE = 0.0
+    settings.AUDIT_DAILY_MINIMUM = False
+    settings.SECOND_REVIEW_ON_CORRECTION = False
+    run("load_demo", "--password", "demo-pass-123")
+    assert AuditSample.objects.count() == 1
+    assert SecondReview.objects.filter(status=SecondReview.Status.AWAITING).count() == 1
+    assert SecondReview.objects.filter(status=SecondReview.Status.ADJUDICATION).count() == 1
 
 
 def test_bench_ingest_prints_pages_per_second_for_both_methods_and_peak_memory():
