@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import connections
-from django.db.models import Aggregate, Expression, F, FloatField, QuerySet
+from django.db.models import Aggregate, Count, Expression, F, FloatField, QuerySet, Value, Window
+from django.db.models.functions import Ceil, RowNumber
 
 
 class PercentileCont(Aggregate):
@@ -40,3 +42,43 @@ def percentile(
         return None
     rank = max(0, math.ceil(fraction * count) - 1)
     return ordered.values_list("_value", flat=True)[rank]
+
+
+def percentile_by(
+    queryset: QuerySet[Any],
+    by: Sequence[str],
+    expression: str | Expression,
+    fraction: float,
+    **extra: Any,
+) -> dict[tuple[Any, ...], Any]:
+    """The ``fraction`` percentile of ``expression`` for each group of the fields ``by``:
+    {(group values...): percentile}. Groups whose values are all NULL are left out.
+
+    PostgreSQL interpolates, in one grouped query. Elsewhere (SQLite, the embedded default)
+    the nearest-rank value of each group, as :func:`percentile` reads it for one, is picked
+    by window functions in one query: only one row per group is read."""
+    value = F(expression) if isinstance(expression, str) else expression
+    if connections[queryset.db].vendor == "postgresql":
+        rows = (
+            queryset.order_by()
+            .values(*by)
+            .annotate(_value=PercentileCont(value, fraction=fraction, **extra))
+        )
+        return {
+            tuple(row[f] for f in by): row["_value"] for row in rows if row["_value"] is not None
+        }
+    # The nearest rank in SQL: each value's rank in its group, and the rank wanted there.
+    partition = [F(field) for field in by]
+    ranked = (
+        queryset.annotate(_value=value)
+        .exclude(_value=None)
+        .annotate(
+            _rank=Window(RowNumber(), partition_by=partition, order_by=F("_value").asc()),
+            _count=Window(Count("*"), partition_by=partition),
+        )
+        # ceil(fraction * count), and the first rank for fraction 0 (as in percentile()).
+        .annotate(_wanted=Ceil(F("_count") * Value(float(fraction))) if fraction else Value(1))
+        .filter(_rank=F("_wanted"))
+        .values_list(*by, "_value")
+    )
+    return {tuple(row[:-1]): row[-1] for row in ranked}

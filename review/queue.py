@@ -270,3 +270,14 @@ def my_progress(user: Any, *, open_total: int) -> dict[str, int]:
         ).count(),
         "waiting": max(open_total - held_by_others, 0),
     }
+
+
+def workspace_progress(user: Any) -> dict[str, int]:
+    """Where a reviewer is in their day, for the head of the packet they hold: ``at`` is this
+    packet's number in their day (decisions standing since midnight, plus one), ``of`` that
+    plus the packets still waiting for them after it, ``left_today`` those packets (the packet
+    held is one of the packets waiting, so it is not counted twice)."""
+    mine = my_progress(user, open_total=queue_counts()["open"])
+    at = mine["decided_today"] + 1
+    left = max(mine["waiting"] - 1, 0)
+    return {"at": at, "of": at + left, "left_today": left}

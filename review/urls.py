@@ -21,6 +21,7 @@ urlpatterns = [
     path("packets/<int:packet_id>/pages/<int:number>.png", packet.page_image, name="page_image"),
     path("export/", reports.export, name="export"),
     path("metrics/", reports.metrics, name="metrics"),
+    path("me/", reports.my_work, name="me"),
     path("checks/", checks.checks, name="checks"),
     path("audits/<int:sample_id>/", checks.audit_detail, name="audit"),
     path("audits/<int:sample_id>/submit/", checks.audit_submit, name="audit_submit"),

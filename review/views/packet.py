@@ -22,6 +22,7 @@ from documents.models import Document
 from documents.sandbox import SandboxFailed
 from documents.services import page_image_path
 from engine.schemas import DISPLAY_NAMES, ClassificationOutput
+from review import queue as review_queue
 from review import selectors
 from review.corrections import segmentation_json, segmentation_of, segmentation_words
 from review.forms import (
@@ -143,6 +144,10 @@ def _packet_context(
         "can_reopen": bool(standing and request.user.has_perm("review.reopen_packets")),
         "extractions": selectors.packet_extractions(packet),
         "second_review": second,
+        # "Packet 3 of 12 today": only for the packet this reviewer is working on.
+        "progress": review_queue.workspace_progress(request.user)
+        if holds_lock and packet.status != ReviewPacket.Status.COMPLETED
+        else None,
     }
 
 

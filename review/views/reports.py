@@ -1,4 +1,4 @@
-"""For admins: ground-truth exports and the metrics page."""
+"""For admins: ground-truth exports and the metrics page; for each reviewer, their own figures."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from django.utils import timezone
 from core.caching import cached
 from core.http import HtmxHttpRequest, require_permission
 from reliability.selectors import loop_monitoring
-from review import selectors
+from review import analytics, selectors
+from review import queue as review_queue
 from review.exports import (
     ExportFilter,
     ExportUnavailable,
@@ -87,6 +88,8 @@ def metrics(request: HtmxHttpRequest) -> HttpResponse:
             **selectors.review_metrics(),
             **selectors.audit_metrics(),
             **selectors.second_review_metrics(),
+            "reviewers": analytics.reviewer_analytics(),
+            "lock_minutes": settings.REVIEW_LOCK_MINUTES,
             "loop": loop_monitoring(),
             "as_of": timezone.now(),
         }
@@ -94,3 +97,18 @@ def metrics(request: HtmxHttpRequest) -> HttpResponse:
     # Aggregates over every run and review: computed at most once a minute for all admins.
     context = cached("review:metrics", compute, timeout=settings.METRICS_MAX_AGE_SECONDS)
     return render(request, "review/metrics.html", context)
+
+
+@login_required
+def my_work(request: HtmxHttpRequest) -> HttpResponse:
+    """A reviewer's own figures (review.analytics), the same as the metrics page shows Admins
+    for them, and their day so far. Read from an index of their own decisions: not cached."""
+    if not request.user.has_perm("review.audit_runs"):
+        require_permission(request, "review.review_packets")
+    counts = review_queue.queue_counts()
+    context = {
+        "reviewers": analytics.reviewer_analytics(reviewer=request.user),
+        "mine": review_queue.my_progress(request.user, open_total=counts["open"]),
+        "lock_minutes": settings.REVIEW_LOCK_MINUTES,
+    }
+    return render(request, "review/me.html", context)
