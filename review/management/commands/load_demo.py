@@ -120,7 +120,7 @@ class Command(BaseCommand):
 
     def _checks(self, *, reviewer: Any, second: Any) -> None:
         """The decisions that put a second review and an adjudication in waiting, made through
-        the services as the reviewers would make them (locked, audited, blind). Each is made
+        the services as the reviewers would make them (audited, blind). Each is made
         once: a packet already decided (or decided and undone) is left as it is."""
         self._correct(
             FOR_SECOND_REVIEW,
@@ -156,8 +156,9 @@ class Command(BaseCommand):
         packet = demo_packet(filename)
         if packet is None or Review.objects.filter(packet=packet).exists():
             return None
-        decisions.packet_open(packet=packet, user=reviewer)
         correction = correction_build(segments=[(1, packet.document.page_count, doc_type)])
+        # Decided without opening the packet (no lock taken, so no start time): a scripted
+        # decision took no reviewer's time, and the analytics leave it untimed.
         try:
             return decisions.review_submit(
                 packet_id=packet.pk, reviewer=reviewer, correction=correction, notes=notes
@@ -165,8 +166,6 @@ class Command(BaseCommand):
         except ReviewRefused as refused:  # someone holds the packet: leave it to them
             self.stderr.write(f"Demo decision on {filename} not made: {refused.message}")
             return None
-        finally:
-            decisions.packet_release(packet=packet, user=reviewer)
 
     def _waiting(self, *, reviewer: Any, second: Any, admin: Any) -> None:
         """What each demo account finds waiting, read from the database (true on a re-run)."""
