@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the whole test suite against a real PostgreSQL and Redis (see docs/testing.md).
 # Extra arguments go to pytest, e.g. scripts/test.sh -k upload -x
-#   scripts/test.sh --fast   the tests that need neither PostgreSQL, Redis nor Chromium, on SQLite
+#   scripts/test.sh --fast   on SQLite, the tests that need neither PostgreSQL, Redis nor Chromium
+#                            and take no more than a moment each
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,7 +10,7 @@ if [ "${1:-}" = "--fast" ]; then
   shift
   scripts/bootstrap.sh
   unset DATABASE_URL REDIS_URL DEBUG
-  exec .venv/bin/pytest -m "not postgres and not redis and not browser" "$@"
+  exec .venv/bin/pytest -m "not postgres and not redis and not browser and not slow" "$@"
 fi
 
 scripts/system-deps.sh --test

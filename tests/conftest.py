@@ -19,12 +19,32 @@ PASSWORD = "correct-horse-battery-staple"
 # Tiers: a test that needs a real Redis (a fixture below, or real workers) is marked `redis`;
 # one that needs PostgreSQL (worker processes share the test database; COPY, percentiles in
 # SQL) is marked `postgres`; Chromium tests are `browser`. The fast tier runs the rest on
-# SQLite: `scripts/test.sh --fast`.
+# SQLite: `scripts/test.sh --fast` (which also leaves out the `slow` tests below).
 REDIS_FIXTURES = {"redis_url", "private_redis", "workers"}
+# Tests that take seconds each (real sandboxed parses of hostile files, model training, child
+# processes, deadlines waited out), measured on a 2-core machine: marked `slow`, and left out of
+# the fast tier with the three above.
+SLOW = (
+    "tests/documents/test_hostile.py::",
+    "tests/documents/test_bulk_ingest.py::",
+    "tests/documents/test_file_hardening.py::test_a_killed_ocr_child",
+    "tests/documents/test_ingestion.py::test_a_poor_scan",
+    "tests/documents/test_ingestion.py::test_a_scanned_document",
+    "tests/documents/test_commands.py::test_bench_ingest",
+    "tests/documents/test_commands.py::test_load_demo",
+    "tests/reliability/test_trained_classifier.py::",
+    "tests/reliability/test_gemini_runs.py::test_a_hung_model",
+    "tests/reliability/test_gemini.py::test_no_try_outlives",
+    "tests/review/test_quality_checks.py::test_the_audited_share",
+    "tests/test_settings.py::test_check_deploy",
+    "tests/test_settings.py::test_the_deployment_chooses_its_template_packs",
+)
 
 
 def pytest_collection_modifyitems(config: Any, items: list[pytest.Item]) -> None:
     for item in items:
+        if item.nodeid.startswith(SLOW):
+            item.add_marker(pytest.mark.slow)
         fixtures = set(getattr(item, "fixturenames", ()))
         if fixtures & REDIS_FIXTURES:
             item.add_marker(pytest.mark.redis)
