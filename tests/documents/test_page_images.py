@@ -331,3 +331,29 @@ def test_a_grey_page_is_kept_as_grey_and_a_coloured_one_in_colour():
     assert [png[25] for png in grey] == [0, 0]
     assert colour[0][25] == 2
     assert [int.from_bytes(png[16:20], "big") for png in grey] == [1275, 153]
+
+
+def test_render_pages_draws_what_older_documents_lack_and_retries_failures_when_asked(
+    monkeypatch,
+):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    older = stored()  # ingested before the render job existed: no ImageRender row
+    Page.objects.filter(document=older, number=3).update(image_error="timeout")
+    drawings = Drawings(monkeypatch)
+
+    out = StringIO()
+    call_command("render_pages", stdout=out)
+    assert "1 document(s) queued" in out.getvalue()
+    assert ImageRender.objects.get(document=older).pages_failed == 1
+    assert drawings.count == 2
+    call_command("render_pages", stdout=StringIO())  # nothing missing now
+    assert drawings.count == 2
+
+    call_command("render_pages", "--retry-failed", stdout=out)
+    assert "1 failed page(s) to draw again" in out.getvalue()
+    assert drawings.count == 3
+    assert Page.objects.get(document=older, number=3).image_error == ""
+    assert len(cached(older)) == 6
