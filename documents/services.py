@@ -504,10 +504,23 @@ def _write_private(path: Path, content: bytes) -> None:
     part.replace(path)  # atomic: a concurrent request never reads half an image
 
 
-def _draw(document: Document, number: int, paths: dict[str, Path], data: bytes | None) -> str:
-    """Draw page ``number`` at every size in the sandbox (SANDBOX_RENDER_* limits) and cache
-    the images; the caller holds the page's lock. Returns "" or the failure's code, which is
-    recorded on the page."""
+# Drawing ahead yields the CPU to requests (an upload still being classified, a reviewer's page).
+BACKGROUND_NICE = 10
+
+
+def _draw(
+    document: Document,
+    number: int,
+    paths: dict[str, Path],
+    data: bytes | None,
+    *,
+    background: bool = False,
+) -> str:
+    """Draw page ``number`` at every size in the sandbox (SANDBOX_RENDER_* limits; niced when
+    ``background``) and cache the images; the caller holds the page's lock. Returns "" or the
+    failure's code, which is recorded on the page; except a background drawing's timeout,
+    which may be the machine's load rather than the page: that page is left to the first
+    request that asks for it, drawn then at the request's priority."""
     if data is None:
         with document.file.open("rb") as handle:
             data = handle.read()
@@ -522,6 +535,7 @@ def _draw(document: Document, number: int, paths: dict[str, Path], data: bytes |
                 memory_mb=settings.SANDBOX_RENDER_MEMORY_MB,
                 cpu_seconds=settings.SANDBOX_RENDER_SECONDS,
                 wall_seconds=settings.SANDBOX_RENDER_SECONDS,
+                nice=BACKGROUND_NICE if background else 0,
             ),
             dpis=[_size_dpi(size) for size in paths],
             max_pixels=settings.PAGE_IMAGE_MAX_PIXELS,
@@ -543,6 +557,9 @@ def _draw(document: Document, number: int, paths: dict[str, Path], data: bytes |
         return ""
     if code not in Page.ImageError.values:
         code = Page.ImageError.CRASHED
+    if background and code == Page.ImageError.TIMEOUT:
+        logger.warning("page image id=%s page=%s: timed out in the background", document.pk, number)
+        return code
     Page.objects.filter(document=document, number=number).update(image_error=code)
     logger.warning("page image failed id=%s page=%s code=%s", document.pk, number, code)
     return code
@@ -576,7 +593,8 @@ def page_image(
 def page_images_render(*, document: Document) -> tuple[int, int]:
     """Draw every page of a PDF that lacks an image at some size and has no remembered
     failure, each under its lock (a page a request is drawing is waited for, not drawn
-    twice). Returns (pages drawn, pages that cannot be drawn). The render job's work.
+    twice), in the background (niced). Returns (pages drawn, pages that cannot be drawn). The
+    render job's work.
 
     Raises FileNotFoundError when the document's file is missing."""
     if not document.is_pdf:
@@ -600,10 +618,11 @@ def page_images_render(*, document: Document) -> tuple[int, int]:
             if data is None:
                 with document.file.open("rb") as handle:
                     data = handle.read()
-            if _draw(document, number, paths, data):
-                failed += 1
-            else:
+            code = _draw(document, number, paths, data, background=True)
+            if not code:
                 drawn += 1
+            elif code != Page.ImageError.TIMEOUT:  # not remembered: see _draw
+                failed += 1
     return drawn, failed
 
 

@@ -357,3 +357,23 @@ def test_render_pages_draws_what_older_documents_lack_and_retries_failures_when_
     assert drawings.count == 3
     assert Page.objects.get(document=older, number=3).image_error == ""
     assert len(cached(older)) == 6
+
+
+def test_a_background_timeout_is_left_to_the_first_request_which_remembers_its_own(
+    monkeypatch, settings
+):
+    """Drawing ahead runs niced: a page that runs out of wall-clock time there may have met the
+    machine's load rather than its own weight, so only a request's timeout is remembered."""
+    settings.SANDBOX_RENDER_SECONDS = 1
+    document = stored([["ONE PAGE"]])
+    Drawings(monkeypatch, delay=3)
+    ImageRender.objects.create(document=document)
+
+    assert tasks.render_page_images(str(document.pk)) == "done"
+    render = ImageRender.objects.get(document=document)
+    assert (render.pages_drawn, render.pages_failed) == (0, 0)
+    assert Page.objects.get(document=document).image_error == ""
+
+    image = services.page_image(document=document, number=1)
+    assert image.error == "timeout"
+    assert Page.objects.get(document=document).image_error == "timeout"
