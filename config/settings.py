@@ -346,6 +346,15 @@ WEBHOOK_MAX_BACKOFF_SECONDS = env_float("WEBHOOK_MAX_BACKOFF_SECONDS", 3600.0)
 REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 15, minimum=1)
 REVIEW_PAGE_SIZE = env_int("REVIEW_PAGE_SIZE", 25, minimum=5)
 PAGE_IMAGE_DPI = env_int("PAGE_IMAGE_DPI", 150, minimum=50)
+# Page images of a PDF are drawn by a job after its ingestion (both sizes, every page), so the
+# review pages find them ready; a page not drawn yet is drawn by the first request that asks.
+# Without Redis the job runs in a background thread of the process that ingested the file.
+PAGE_IMAGES_PRERENDER = env_bool("PAGE_IMAGES_PRERENDER", True)
+# A request for a page image that another process is drawing waits this long for it, then is
+# answered with a "still being drawn" placeholder: a slow page holds one web worker, not all.
+PAGE_IMAGE_WAIT_SECONDS = env_float("PAGE_IMAGE_WAIT_SECONDS", 3.0)
+if PAGE_IMAGE_WAIT_SECONDS < 0:
+    raise ImproperlyConfigured("PAGE_IMAGE_WAIT_SECONDS must not be negative.")
 
 # Audit sampling: a share of auto-accepted runs goes to a blind audit queue (engine.quality).
 # AUDIT_SAMPLE_RATES overrides the default share by "type", "type/band" or "*/band" (bands are

@@ -8,6 +8,7 @@ class DocumentsConfig(AppConfig):
 
     def ready(self) -> None:
         from core import jobs
-        from documents.jobs import INGEST
+        from documents.jobs import INGEST, RENDER
 
         jobs.register(INGEST)
+        jobs.register(RENDER)

@@ -1,5 +1,12 @@
-"""Ingestion as background work (core.jobs): a document is queued while uploaded, running
-while ingesting, and fails for good when reading it keeps killing its worker."""
+"""Documents' background work (core.jobs).
+
+- Ingestion: a document is queued while uploaded, running while ingesting, and fails for good
+  when reading it keeps killing its worker.
+- Page images: after ingestion commits, a job draws every page of a PDF at the viewer's size
+  and as a thumbnail (documents.services.page_images_render), so that the review pages find
+  them ready. Without Redis it runs in a background thread of the process that queued it
+  (``background_inline``): an upload does not wait for it.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,7 @@ from typing import Any
 from django.conf import settings
 
 from core.jobs import Work
-from documents.models import Document
+from documents.models import Document, ImageRender
 
 QUEUE_UNREACHABLE = (
     "The file is stored, but it could not be queued for reading because the job queue is "
@@ -42,4 +49,28 @@ INGEST = Work(
     unreachable_fails=True,
     on_claim=lambda now: {"ingest_started_at": now, "pages_done": 0, "updated_at": now},
     on_requeue=lambda now: {"error": ""},
+)
+
+
+RENDER = Work(
+    name="render",
+    label="document(s) to draw",
+    func="documents.tasks.render_page_images",
+    model=ImageRender,
+    queued=ImageRender.Status.QUEUED,
+    running=ImageRender.Status.RUNNING,
+    failed=ImageRender.Status.FAILED,
+    attempts="attempts",
+    heartbeat="heartbeat_at",
+    queued_since="queued_at",
+    # A page that kills its worker is drawn in a sandboxed child, so a lost worker is the
+    # machine's doing, not the file's: the same budget as ingestion.
+    max_attempts=lambda: int(settings.INGEST_MAX_ATTEMPTS),
+    give_up=lambda _row, now: {"finished_at": now},
+    # Not drawn ahead while Redis is away: the rows stay queued (the review pages draw a page
+    # on first request meanwhile) and are sent when it answers again.
+    unreachable=lambda now: {},
+    unreachable_fails=False,
+    on_claim=lambda now: {"started_at": now, "finished_at": None},
+    background_inline=True,
 )

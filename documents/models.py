@@ -101,6 +101,15 @@ class Page(models.Model):
         TEXT_LAYER = "text_layer", "Text layer"
         OCR = "ocr", "OCR"
 
+    class ImageError(models.TextChoices):
+        # The sandbox's reasons (documents.sandbox.SandboxFailed.reason), and the renderer's.
+        MEMORY = "memory", "Needs more memory than a page may use"
+        CPU = "cpu", "Takes more processing time than a page may use"
+        TIMEOUT = "timeout", "Took too long to draw"
+        CRASHED = "crashed", "The PDF renderer stopped on it"
+        TOO_LARGE = "too_large", "Produces more data than a page may"
+        DAMAGED = "damaged", "The page is damaged"
+
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pages")
     number = models.PositiveIntegerField()
     text = models.TextField(blank=True)
@@ -117,6 +126,11 @@ class Page(models.Model):
     boxes = models.JSONField(default=list, blank=True)
     width = models.FloatField(null=True, blank=True)  # PDF points; None for text files
     height = models.FloatField(null=True, blank=True)
+    # Why the page could not be drawn as an image ("" while nothing failed). Remembered, so
+    # that a page that fails is not drawn again on every request (documents.services.page_image).
+    image_error = models.CharField(
+        max_length=16, choices=ImageError.choices, blank=True, default="", db_default=""
+    )
 
     class Meta:
         ordering = ["document", "number"]
@@ -135,3 +149,41 @@ class Page(models.Model):
             len(self.paragraphs) - len(self.block_types)
         )
         return list(zip(self.paragraphs, types, strict=False))
+
+
+class ImageRender(models.Model):
+    """Drawing a PDF's page images ahead of the review pages (documents.jobs.RENDER): queued
+    when its ingestion commits, running while a job draws page after page, done when every
+    page has its images or a remembered failure (Page.image_error)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    document = models.OneToOneField(
+        Document, primary_key=True, on_delete=models.CASCADE, related_name="image_render"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    error_code = models.CharField(max_length=32, blank=True)  # core.jobs codes
+    attempts = models.PositiveIntegerField(default=0)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    pages_drawn = models.PositiveIntegerField(default=0)  # by this job (not found cached)
+    pages_failed = models.PositiveIntegerField(default=0)
+    seconds = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "queued_at"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=["queued", "running", "done", "failed"]),
+                name="image_render_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"page images of {self.document_id}: {self.status}"

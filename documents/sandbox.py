@@ -55,13 +55,15 @@ class Limits:
     """``memory_mb``: address space the parse may add to the process it was forked from
     (RLIMIT_AS is set to the size at fork plus this); ``cpu_seconds``: RLIMIT_CPU of the
     child; ``wall_seconds``: killed after this long; ``idle_seconds``: killed when this long
-    passes without a progress report (None: only the wall clock counts)."""
+    passes without a progress report (None: only the wall clock counts); ``nice``: added to
+    the child's niceness (background work yields the CPU to requests)."""
 
     memory_mb: int
     cpu_seconds: int
     wall_seconds: float
     idle_seconds: float | None = None
     max_result_mb: int = 256
+    nice: int = 0
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,8 @@ def _child(
         _park_inherited_connections()
         os.environ["TMPDIR"] = temp_dir
         tempfile.tempdir = temp_dir
+        if limits.nice:
+            os.nice(limits.nice)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
         resource.setrlimit(resource.RLIMIT_AS, (address_limit, address_limit))

@@ -1,12 +1,17 @@
-"""Document workflows: create from an upload, ingest into pages, retry a failed ingestion."""
+"""Document workflows: create from an upload, ingest into pages, retry a failed ingestion, draw
+the page images."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import logging
 import os
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +22,10 @@ from django.utils import timezone
 
 from core import events, jobs
 from core.bulk import bulk_insert
-from documents.jobs import INGEST
+from documents.images import THUMBNAIL_DPI
+from documents.jobs import INGEST, RENDER
 from documents.jobs import QUEUE_UNREACHABLE as QUEUE_UNREACHABLE
-from documents.models import Document, Page
+from documents.models import Document, ImageRender, Page
 from documents.ocr import make_tesseract_engine
 from documents.pages import OCR, PageContent, UnreadableDocument, throttled
 from documents.sandbox import Limits, SandboxFailed, run_sandboxed
@@ -351,6 +357,8 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
         document.error_code = ""
         document.ingested_at = timezone.now()
         document.ingest_seconds = round(time.monotonic() - started, 3)
+        if document.is_pdf and settings.PAGE_IMAGES_PRERENDER:
+            page_images_queue(document_ids=[document.pk])
         document.save(
             update_fields=[
                 "page_count",
@@ -407,17 +415,117 @@ def document_retry(*, document: Document) -> bool:
     return True
 
 
-def page_image_path(*, document: Document, number: int, dpi: int) -> Path:
-    """The cached PNG of one PDF page at ``dpi`` (lowered to fit PAGE_IMAGE_MAX_PIXELS),
-    rendered in the sandbox on first use under MEDIA_ROOT/page-images/<document>/.
+# -- page images ---------------------------------------------------------------------------------
+#
+# Each PDF page is drawn at two sizes (PAGE_SIZES) into MEDIA_ROOT/page-images/<document>/,
+# both at once in one sandboxed child, by the render job after ingestion (RENDER) or, for a
+# page it has not reached, by the first request that asks. A page is drawn by one process at a
+# time (a lock file beside its images); a page that cannot be drawn is remembered
+# (Page.image_error) and not drawn again.
 
-    Raises SandboxFailed when the page cannot be rendered within the limits."""
+PAGE_SIZES = ("page", "thumb")  # the viewer's (PAGE_IMAGE_DPI) and the page strip's
+LOCK_POLL_SECONDS = 0.02  # how often a request waiting for a page's drawing looks again
+
+
+@dataclass(frozen=True)
+class PageImage:
+    """A page image as a request gets it: ``path`` when it is drawn; ``error`` (a
+    Page.ImageError code) when the page cannot be drawn; neither when another process is still
+    drawing it (ask again shortly)."""
+
+    path: Path | None = None
+    error: str = ""
+
+
+def _size_dpi(size: str) -> int:
+    if size == "thumb":
+        return THUMBNAIL_DPI
+    if size == "page":
+        return int(settings.PAGE_IMAGE_DPI)
+    raise ValueError(f"unknown page image size {size!r}")
+
+
+def _image_paths(document: Document, number: int) -> dict[str, Path]:
+    """Where page ``number``'s images are cached, by size (the name carries the resolution,
+    so a new PAGE_IMAGE_DPI draws anew)."""
     cache = Path(settings.MEDIA_ROOT) / "page-images" / str(document.pk)
-    path = cache / f"{number}-{dpi}.png"
-    if not path.exists():
+    return {size: cache / f"{number}-{_size_dpi(size)}.png" for size in PAGE_SIZES}
+
+
+def _image_error(document: Document, number: int) -> str:
+    found = Page.objects.filter(document=document, number=number).values_list(
+        "image_error", flat=True
+    )
+    return next(iter(found), "")
+
+
+def _take_lock(fd: int, wait: float | None) -> bool:
+    if wait is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return True
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(LOCK_POLL_SECONDS)
+
+
+@contextlib.contextmanager
+def page_lock(directory: Path, number: int, *, wait: float | None) -> Iterator[bool]:
+    """The right to draw page ``number``, across this machine's processes and threads: a
+    ``flock`` on a file beside the page's images, which the kernel releases if its holder dies
+    (the images are cached on this machine's disk, so the lock is kept there too). Yields
+    whether it was taken within ``wait`` seconds (None: however long the holder takes; a
+    holder draws within the sandbox's limits)."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(directory / f"{number}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if not _take_lock(fd, wait):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            # Explicitly: a sandboxed child forked meanwhile shares the open file.
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _write_private(path: Path, content: bytes) -> None:
+    part = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.part")
+    with os.fdopen(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
+        out.write(content)
+    part.replace(path)  # atomic: a concurrent request never reads half an image
+
+
+# Drawing ahead yields the CPU to requests (an upload still being classified, a reviewer's page).
+BACKGROUND_NICE = 10
+
+
+def _draw(
+    document: Document,
+    number: int,
+    paths: dict[str, Path],
+    data: bytes | None,
+    *,
+    background: bool = False,
+) -> str:
+    """Draw page ``number`` at every size in the sandbox (SANDBOX_RENDER_* limits; niced when
+    ``background``) and cache the images; the caller holds the page's lock. Returns "" or the
+    failure's code, which is recorded on the page; except a background drawing's timeout,
+    which may be the machine's load rather than the page: that page is left to the first
+    request that asks for it, drawn then at the request's priority."""
+    if data is None:
         with document.file.open("rb") as handle:
             data = handle.read()
-        png: bytes = run_sandboxed(
+    started = time.monotonic()
+    try:
+        pngs: list[bytes] = run_sandboxed(
             render_checked,
             data,
             number,
@@ -426,16 +534,118 @@ def page_image_path(*, document: Document, number: int, dpi: int) -> Path:
                 memory_mb=settings.SANDBOX_RENDER_MEMORY_MB,
                 cpu_seconds=settings.SANDBOX_RENDER_SECONDS,
                 wall_seconds=settings.SANDBOX_RENDER_SECONDS,
+                nice=BACKGROUND_NICE if background else 0,
             ),
-            dpi=dpi,
+            dpis=[_size_dpi(size) for size in paths],
             max_pixels=settings.PAGE_IMAGE_MAX_PIXELS,
         )
-        cache.mkdir(mode=0o700, parents=True, exist_ok=True)
-        part = path.with_suffix(f".{os.getpid()}.part")
-        with os.fdopen(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
-            out.write(png)
-        part.replace(path)  # atomic: a concurrent request never reads half an image
-    return path
+    except SandboxFailed as failed:
+        code = failed.reason
+    except Exception as exc:  # raised by the renderer in the child: PDFium refused the page
+        logger.warning("page image id=%s page=%s: %s", document.pk, number, type(exc).__name__)
+        code = Page.ImageError.DAMAGED
+    else:
+        for path, png in zip(paths.values(), pngs, strict=True):
+            _write_private(path, png)
+        logger.info(
+            "page image drawn id=%s page=%s seconds=%.3f",
+            document.pk,
+            number,
+            time.monotonic() - started,
+        )
+        return ""
+    if code not in Page.ImageError.values:
+        code = Page.ImageError.CRASHED
+    if background and code == Page.ImageError.TIMEOUT:
+        logger.warning("page image id=%s page=%s: timed out in the background", document.pk, number)
+        return code
+    Page.objects.filter(document=document, number=number).update(image_error=code)
+    logger.warning("page image failed id=%s page=%s code=%s", document.pk, number, code)
+    return code
+
+
+def page_image(
+    *, document: Document, number: int, size: str = "page", wait: float | None = None
+) -> PageImage:
+    """Page ``number``'s image at ``size`` ("page" or "thumb") for a request: the cached file;
+    else the page's remembered failure; else drawn now (both sizes, in the sandbox) by the
+    first caller to take the page's lock, while the others wait for that one drawing, at most
+    ``wait`` seconds each: after that they get PageImage() (still being drawn).
+
+    Raises FileNotFoundError when the document's file is missing."""
+    paths = _image_paths(document, number)
+    if paths[size].exists():
+        return PageImage(path=paths[size])
+    error = _image_error(document, number)
+    if error:
+        return PageImage(error=error)
+    with page_lock(paths[size].parent, number, wait=wait) as locked:
+        if not locked:
+            return PageImage()
+        # Whoever held the lock before may have drawn the page, or found it cannot be drawn.
+        if paths[size].exists():
+            return PageImage(path=paths[size])
+        error = _image_error(document, number) or _draw(document, number, paths, None)
+    return PageImage(error=error) if error else PageImage(path=paths[size])
+
+
+def page_images_render(*, document: Document) -> tuple[int, int]:
+    """Draw every page of a PDF that lacks an image at some size and has no remembered
+    failure, each under its lock (a page a request is drawing is waited for, not drawn
+    twice), in the background (niced). Returns (pages drawn, pages that cannot be drawn). The
+    render job's work.
+
+    Raises FileNotFoundError when the document's file is missing."""
+    if not document.is_pdf:
+        return 0, 0
+    errors = dict(Page.objects.filter(document=document).values_list("number", "image_error"))
+    data: bytes | None = None
+    drawn = failed = 0
+    for number in range(1, document.page_count + 1):
+        paths = _image_paths(document, number)
+        if errors.get(number):
+            failed += 1
+            continue
+        if all(path.exists() for path in paths.values()):
+            continue
+        with page_lock(paths["page"].parent, number, wait=None):
+            if all(path.exists() for path in paths.values()):
+                continue
+            if _image_error(document, number):
+                failed += 1
+                continue
+            if data is None:
+                with document.file.open("rb") as handle:
+                    data = handle.read()
+            code = _draw(document, number, paths, data, background=True)
+            if not code:
+                drawn += 1
+            elif code != Page.ImageError.TIMEOUT:  # not remembered: see _draw
+                failed += 1
+    return drawn, failed
+
+
+def page_images_queue(*, document_ids: Sequence[Any]) -> None:
+    """Queue the drawing of these PDFs' page images (RENDER), after the surrounding
+    transaction commits. A document being drawn already is left to its job."""
+    ids = list(document_ids)
+    if not ids:
+        return
+    now = timezone.now()
+    rows = ImageRender.objects.filter(document_id__in=ids)
+    present = set(rows.values_list("document_id", flat=True))
+    rows.exclude(status=ImageRender.Status.RUNNING).update(
+        status=ImageRender.Status.QUEUED, error_code="", attempts=0, queued_at=now
+    )
+    ImageRender.objects.bulk_create(
+        [
+            ImageRender(document_id=pk, status=ImageRender.Status.QUEUED, queued_at=now)
+            for pk in ids
+            if pk not in present
+        ],
+        ignore_conflicts=True,
+    )
+    jobs.submit(RENDER, ids)
 
 
 def document_boxes_backfill(*, document: Document, ocr: Any | None = None) -> int:

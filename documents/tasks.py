@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+import time
+
+from django.utils import timezone
 
 from core import jobs
 from documents import hooks, services
-from documents.jobs import INGEST
-from documents.models import Document
+from documents.jobs import INGEST, RENDER
+from documents.models import Document, ImageRender
 from documents.pages import UnreadableDocument
 
 logger = logging.getLogger(__name__)
@@ -42,3 +45,46 @@ def ingest_document(document_id: str) -> str:
         return "failed"
     hooks.document_ready(document)
     return "ready"
+
+
+# ImageRender.error_code of a render job that stopped (core.jobs writes its own codes too).
+FILE_MISSING = "file_missing"
+RENDER_CRASHED = "crashed"
+
+
+def render_page_images(document_id: str) -> str:
+    """Draw the page images of one ingested PDF (services.page_images_render). Safe to run
+    twice: only the first claim does work, and pages already drawn are skipped."""
+    claim = jobs.claim(RENDER, document_id)
+    if claim is None:
+        logger.info("page images skipped id=%s: not queued", document_id)
+        return "skipped"
+    started = time.monotonic()
+    try:
+        document = Document.objects.get(pk=document_id)
+        with claim.heartbeat():
+            drawn, failed = services.page_images_render(document=document)
+    except Exception as exc:
+        missing = isinstance(exc, FileNotFoundError)
+        if missing:
+            logger.warning("page images id=%s: the file is missing", document_id)
+        else:
+            logger.exception("page images crashed id=%s", document_id)
+        claim.rows().update(
+            status=ImageRender.Status.FAILED,
+            error_code=FILE_MISSING if missing else RENDER_CRASHED,
+            finished_at=timezone.now(),
+        )
+        return "failed"
+    seconds = round(time.monotonic() - started, 3)
+    claim.rows().update(
+        status=ImageRender.Status.DONE,
+        pages_drawn=drawn,
+        pages_failed=failed,
+        finished_at=timezone.now(),
+        seconds=seconds,
+    )
+    logger.info(
+        "page images id=%s drawn=%s failed=%s seconds=%s", document_id, drawn, failed, seconds
+    )
+    return "done"

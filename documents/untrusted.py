@@ -3,7 +3,7 @@
 Three entry points, one per place a file is parsed: ``pdf_facts`` (the upload check: page
 count, encryption and page sizes, read by PDFium, which does not walk the page tree object by
 object the way pdfminer does; ``pdf_facts_many`` for a batch of uploads), ``extract_checked``
-(ingestion, OCR included) and ``render_checked`` (a page image). The last two look at the page
+(ingestion, OCR included) and ``render_checked`` (a page's images). The last two look at the page
 geometry first: pages larger than the limit are refused, and the resolution is lowered so that
 no page image has more than ``max_pixels`` pixels.
 """
@@ -19,7 +19,7 @@ from typing import Any
 # mapped under the child's address-space limit and could fail to load.
 import pypdfium2 as pdfium
 
-from documents.images import render_page_png
+from documents.images import render_page_pngs
 from documents.pages import UnreadableDocument, extract_file, throttled
 
 POINTS_PER_INCH = 72
@@ -173,14 +173,18 @@ def _out_of_memory(exc: BaseException) -> bool:
     return False
 
 
-def render_checked(data: bytes, number: int, *, dpi: int, max_pixels: int) -> bytes:
-    """Page ``number`` as PNG (documents.images.render_page_png) at ``dpi`` lowered to fit
-    ``max_pixels``."""
+def render_checked(
+    data: bytes, number: int, *, dpis: Sequence[int], max_pixels: int
+) -> list[bytes]:
+    """Page ``number`` as PNG at each of ``dpis`` (documents.images.render_page_pngs), each
+    lowered to fit ``max_pixels``."""
     pdf = _open(data)
     try:
         width, height = pdf.get_page_size(number - 1)
     finally:
         pdf.close()
-    return render_page_png(
-        data, number, dpi=capped_dpi(width, height, dpi=dpi, max_pixels=max_pixels)
+    return render_page_pngs(
+        data,
+        number,
+        dpis=[capped_dpi(width, height, dpi=dpi, max_pixels=max_pixels) for dpi in dpis],
     )

@@ -72,6 +72,9 @@ def media_root(settings: Any, tmp_path: Path) -> Path:
     # expect. The audit tests set the rates they test.
     settings.AUDIT_DAILY_MINIMUM = False
     settings.AUDIT_SAMPLE_RATE = 0.0
+    # Page images are drawn on request unless a test asks for the render job: without Redis it
+    # runs in a background thread, which would outlive the test that ingested the file.
+    settings.PAGE_IMAGES_PRERENDER = False
     return settings.MEDIA_ROOT
 
 
@@ -203,6 +206,7 @@ def worker_env(redis_url: str) -> dict[str, str]:
         f"{db['NAME']}",
         REDIS_URL=redis_url,
         MEDIA_ROOT=str(django_settings.MEDIA_ROOT),
+        PAGE_IMAGES_PRERENDER="1" if django_settings.PAGE_IMAGES_PRERENDER else "0",
         DJANGO_SETTINGS_MODULE="config.settings",
     )
     return env

@@ -16,7 +16,7 @@ in the row's code field; messages next to them are the domain's, for people.
 
 from core.jobs.dispatch import recover, requeue_lost, send, submit
 from core.jobs.lease import Claim, claim, holds, is_stale
-from core.jobs.queue import get_queue, jobs_missing, jobs_run_inline
+from core.jobs.queue import drain_background, get_queue, jobs_missing, jobs_run_inline
 from core.jobs.work import QUEUE_UNREACHABLE, WORKER_LOST, Work, register, registered
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "Claim",
     "Work",
     "claim",
+    "drain_background",
     "get_queue",
     "holds",
     "is_stale",

@@ -1,5 +1,8 @@
 """The queue jobs go to: django-rq's configured "default" queue (settings.RQ_QUEUES) when
-REDIS_URL is set, or the calling process itself (inline) when it is not.
+REDIS_URL is set, or the calling process itself (inline) when it is not: in the caller, or,
+for work declared ``background_inline``, in one background thread of the process, one job after
+another (a process that exits waits up to BACKGROUND_DRAIN_SECONDS for them; what it leaves is
+still queued in the database, for the recovery pass).
 
 Jobs are plain functions, named by dotted path, that take one row id (never a model
 instance). This module only moves jobs; which rows need one, and when, is decided by
@@ -8,11 +11,16 @@ core.jobs.dispatch on the rows themselves (PostgreSQL is the source of truth, no
 
 from __future__ import annotations
 
+import atexit
 import logging
+import queue as queues
+import threading
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.conf import settings
+from django.db import connections
 from django.utils.module_loading import import_string
 
 logger = logging.getLogger(__name__)
@@ -39,13 +47,70 @@ def get_queue(name: str = "default") -> Any:
     return django_rq.get_queue(name, commit_mode="auto")
 
 
-def push(func: str, calls: Sequence[tuple[Any, str]], *, queue: Any = None) -> None:
-    """Run ``func`` once for each (argument, job id): inline, now, in this process; or queued
-    on RQ (``queue``, by default the configured one) in one round trip, all or none. Raises
-    RedisError when the queue is unreachable."""
+BACKGROUND_DRAIN_SECONDS = 60.0
+_background: queues.Queue[tuple[str, Any]] = queues.Queue()
+_background_lock = threading.Lock()
+_background_thread: threading.Thread | None = None
+
+
+def _run_background() -> None:
+    while True:
+        func, argument = _background.get()
+        try:
+            import_string(func)(argument)
+        except Exception:  # the job records its own failures; this is a bug in it
+            logger.exception("background job %s(%s) crashed", func, argument)
+        finally:
+            connections.close_all()  # this thread's own
+            _background.task_done()
+
+
+def _push_background(func: str, calls: Sequence[tuple[Any, str]]) -> None:
+    global _background_thread
+    with _background_lock:
+        if _background_thread is None or not _background_thread.is_alive():
+            if _background_thread is None:
+                atexit.register(_drain_at_exit)
+            _background_thread = threading.Thread(
+                target=_run_background, name="inline-background-jobs", daemon=True
+            )
+            _background_thread.start()
+    for argument, _ in calls:
+        _background.put((func, argument))
+
+
+def drain_background(timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for the inline background jobs of this process to
+    finish; whether they did (tests, benchmarks, and a process that exits)."""
+    deadline = time.monotonic() + timeout
+    while _background.unfinished_tasks:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _drain_at_exit() -> None:
+    if not drain_background(BACKGROUND_DRAIN_SECONDS):
+        logger.warning(
+            "exiting with %s background job(s) unfinished: they stay queued for the recovery pass",
+            _background.unfinished_tasks,
+        )
+
+
+def push(
+    func: str, calls: Sequence[tuple[Any, str]], *, queue: Any = None, background: bool = False
+) -> None:
+    """Run ``func`` once for each (argument, job id): inline, now, in this process (with
+    ``background``, in its background thread, in order); or queued on RQ (``queue``, by
+    default the configured one) in one round trip, all or none. Raises RedisError when the
+    queue is unreachable."""
     if not calls:
         return
     if jobs_run_inline():
+        if background:
+            _push_background(func, calls)
+            return
         job = import_string(func)
         for argument, _ in calls:
             job(argument)

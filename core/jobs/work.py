@@ -51,6 +51,9 @@ class Work:
     - ``generation`` (optional): a field that changes whenever the domain resets ``attempts``
       (a run's ``waits``: waiting is not a lost try), so that each job id is new.
     - ``label``: what a row is, for people ("document(s)").
+    - ``background_inline``: without Redis, run the job in the process's background thread
+      (core.jobs.queue) rather than in the caller: for work that the request which queued it
+      should not wait for (drawing page images ahead of the review pages).
     """
 
     name: str
@@ -73,6 +76,7 @@ class Work:
     on_claim: Callable[[datetime], Fields] = _no_fields
     on_requeue: Callable[[datetime], Fields] = _no_fields
     generation: str | None = None
+    background_inline: bool = False
 
     def __post_init__(self) -> None:
         if (self.waiting is None) != (self.due is None):

@@ -11,7 +11,8 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, HttpResponse
+from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -168,7 +169,7 @@ def audit_submit(request: HtmxHttpRequest, sample_id: int) -> HttpResponse:
 
 
 @login_required
-def audit_page_image(request: HtmxHttpRequest, sample_id: int, number: int) -> FileResponse:
+def audit_page_image(request: HtmxHttpRequest, sample_id: int, number: int) -> HttpResponseBase:
     sample = _get_sample(request, sample_id)
     return page_png(request, sample.document, number)
 
@@ -262,7 +263,7 @@ def second_detail(request: HtmxHttpRequest, second_id: int) -> HttpResponse:
 
 
 @login_required
-def second_page_image(request: HtmxHttpRequest, second_id: int, number: int) -> FileResponse:
+def second_page_image(request: HtmxHttpRequest, second_id: int, number: int) -> HttpResponseBase:
     second = _get_second(request, second_id)
     return page_png(request, second.document, number)
 

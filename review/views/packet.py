@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, HttpResponse
+from django.http import HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -18,9 +18,6 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from core.http import HtmxHttpRequest, require_permission
-from documents.models import Document
-from documents.sandbox import SandboxFailed
-from documents.services import page_image_path
 from engine.schemas import DISPLAY_NAMES, ClassificationOutput
 from review import queue as review_queue
 from review import selectors
@@ -35,10 +32,7 @@ from review.forms import (
 from review.models import GroundTruth, Review, ReviewPacket
 from review.services import ReviewRefused
 from review.services import decisions as decide
-from review.views.common import (
-    THUMBNAIL_DPI,
-    get_packet_for_reviewer,
-)
+from review.views.common import get_packet_for_reviewer, page_png
 from review.visibility import label_view
 
 
@@ -384,26 +378,7 @@ def packet_reopen(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
 
 @login_required
 def page_image(request: HtmxHttpRequest, packet_id: int, number: int) -> HttpResponseBase:
-    """The PDF page as PNG (``?size=thumb`` for the page strip); cached. Evidence is drawn
-    over it by the page, from the page's word boxes."""
+    """The PDF page as PNG (``?size=thumb`` for the page strip; review.views.common.page_png).
+    Evidence is drawn over it by the page, from the page's word boxes."""
     packet = get_packet_for_reviewer(request, packet_id)
-    document = packet.document
-    if (
-        document.mime_type != Document.MIME_PDF
-        or not document.file
-        or not 1 <= number <= document.page_count
-    ):
-        raise Http404("No page image for this document.")
-    dpi = THUMBNAIL_DPI if request.GET.get("size") == "thumb" else settings.PAGE_IMAGE_DPI
-    try:
-        path = page_image_path(document=document, number=number, dpi=dpi)
-    except FileNotFoundError:
-        raise Http404("The document's file is missing.") from None
-    except SandboxFailed as failed:
-        return HttpResponse(
-            f"This page cannot be shown as an image: {failed.message}.",
-            status=422,
-            content_type="text/plain; charset=utf-8",
-        )
-    # Patient data: core.middleware.NoStoreMiddleware keeps browsers from storing it.
-    return FileResponse(path.open("rb"), content_type="image/png")
+    return page_png(request, packet.document, number)

@@ -5,6 +5,7 @@ test's own runs on the webhook delivery table (it has every state: queued, runni
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from datetime import timedelta
@@ -183,6 +184,33 @@ def test_submit_sends_after_commit_and_never_for_a_rolled_back_row():
     assert calls == [str(kept.pk)]
 
 
+def held(pk: str) -> None:
+    """The background test work's job: waits for the test to let it finish."""
+    assert release.wait(10)
+    calls.append(pk)
+
+
+release = threading.Event()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_background_work_runs_after_the_commit_without_holding_the_caller():
+    import dataclasses
+
+    background = dataclasses.replace(
+        TEST, name="test-background", func="tests.core.test_jobs.held", background_inline=True
+    )
+    release.clear()
+    with transaction.atomic():
+        first, second = row(), row()
+        jobs.submit(background, [first.pk, second.pk])
+    assert calls == []  # submitted and committed; the jobs wait in the background
+    assert not jobs.drain_background(0.1)
+    release.set()
+    assert jobs.drain_background(10)
+    assert sorted(calls) == sorted([str(first.pk), str(second.pk)])
+
+
 @pytest.mark.django_db(transaction=True)
 def test_an_unreachable_queue_marks_the_row_and_the_pass_sends_it_once_redis_answers(
     settings, redis_url
@@ -269,7 +297,7 @@ def test_requeue_lost_sends_the_given_rows_at_once_whatever_their_age(redis_url)
 
 def test_the_registered_kinds_are_the_apps_own():
     names = {work.name: work for work in jobs.registered()}
-    assert set(names) == {"ingest", "run", "webhook"}
+    assert set(names) == {"ingest", "render", "run", "webhook"}
     assert names["run"].waiting == "waiting" and names["webhook"].waiting == "retrying"
     assert names["ingest"].waiting is None
 

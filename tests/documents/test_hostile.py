@@ -16,7 +16,7 @@ from django.urls import reverse
 from benchmarks import hostile
 from documents import sandbox
 from documents.models import Document
-from documents.services import document_create, page_image_path
+from documents.services import document_create, page_image
 from documents.validation import UploadRefused
 from reliability.services import api_token_create
 from tests.conftest import make_user, run_burst_worker
@@ -144,7 +144,8 @@ def test_a_page_image_is_capped_in_pixels(tight):
     from django.core.files.base import ContentFile
 
     document.file.save("upload", ContentFile(hostile.huge_media_box(points=3000)))
-    path = page_image_path(document=document, number=1, dpi=150)
+    path = page_image(document=document, number=1).path
+    assert path is not None
     with Image.open(path) as image:
         width, height = image.size
     assert width * height <= 1_000_000

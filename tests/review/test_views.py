@@ -454,15 +454,16 @@ def test_the_page_image_is_rendered_with_highlights_and_cached(reviewer, tmp_pat
     assert first.status_code == 200 and first["Content-Type"] == "image/png"
     body = b"".join(first.streaming_content)
     assert body.startswith(b"\x89PNG")
-    cached = list((tmp_path / "media" / "page-images").rglob("*.png"))
-    assert len(cached) == 1
+    # Drawn once at both sizes: the viewer's and the page strip's.
+    cached = sorted((tmp_path / "media" / "page-images").rglob("*.png"))
+    assert [p.name for p in cached] == ["1-150.png", "1-18.png"]
     mtime = cached[0].stat().st_mtime_ns
     client.get(reverse("review:page_image", args=[packet.pk, 1]))
     assert cached[0].stat().st_mtime_ns == mtime
     assert client.get(reverse("review:page_image", args=[packet.pk, 9])).status_code == 404
 
 
-def test_a_page_that_cannot_be_rendered_within_the_limits_answers_422(reviewer, settings):
+def test_a_page_that_cannot_be_rendered_within_the_limits_answers_422_once(reviewer, settings):
     from django.core.files.base import ContentFile
 
     from benchmarks.hostile import content_stream_bomb
@@ -471,11 +472,23 @@ def test_a_page_that_cannot_be_rendered_within_the_limits_answers_422(reviewer, 
     settings.SANDBOX_RENDER_SECONDS = 3
     packet = make_packet()
     packet.document.file.save("doc.pdf", ContentFile(content_stream_bomb(expanded_bytes=256 << 20)))
-    response = login(reviewer).get(reverse("review:page_image", args=[packet.pk, 1]))
+    client = login(reviewer)
+    response = client.get(reverse("review:page_image", args=[packet.pk, 1]))
     assert response.status_code == 422
-    assert response.content.decode().startswith("This page cannot be shown as an image: ")
-    # Nothing half-rendered is cached: the next request tries again.
+    assert response["Content-Type"] == "image/svg+xml"
+    assert response["X-Page-Image"] in {
+        f"failed:{c}" for c in ("memory", "crashed", "cpu", "timeout")
+    }
+    assert "Page 1 cannot be shown as an image." in response.content.decode()
+    assert "Its text is in the Text view." in response.content.decode()
+    # Nothing half-rendered is cached, and the failure is remembered: not drawn again.
     assert not list((settings.MEDIA_ROOT / "page-images").rglob("*.png"))
+    from documents import sandbox
+
+    drawn = len(sandbox.REPORTS)
+    again = client.get(reverse("review:page_image", args=[packet.pk, 1]), {"size": "thumb"})
+    assert again.status_code == 422 and again["X-Page-Image"] == response["X-Page-Image"]
+    assert len(sandbox.REPORTS) == drawn
 
 
 def test_admins_export_ground_truth_byte_identically_with_provenance(admin_user, reviewer):
