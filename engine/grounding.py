@@ -3,7 +3,9 @@
 Both texts are normalised the same way (ligatures expanded, hyphenation at line ends joined,
 case folded, runs of whitespace made one space) while keeping a map back to the original
 characters, so a match is reported as a span of the page text as stored. Exact search comes
-first; fuzzy alignment (rapidfuzz) with a coverage threshold catches OCR noise.
+first; fuzzy alignment (rapidfuzz) with a coverage threshold catches OCR noise. A quote of text
+as the model was shown it (marker-like lines neutralised by delimiting) is taken back to the
+page's text by the inverse of that neutralisation (engine.neutralisation), and only that.
 
 Pure module: no Django.
 """
@@ -16,6 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rapidfuzz import fuzz
+
+from engine.neutralisation import neutralise_mapped
 
 LIGATURES = {
     "\ufb00": "ff",
@@ -93,15 +97,58 @@ def _span(page: Normalised, start: int, end: int, original_length: int) -> tuple
 def find_snippet(
     snippet: str, page_text: str, *, page_norm: Normalised | None = None
 ) -> Match | None:
-    """Where ``snippet`` occurs in ``page_text``, or None."""
+    """Where ``snippet`` occurs in ``page_text``, or None.
+
+    The snippet is looked for in the page, and in the page as the model was shown it (marker-like
+    lines neutralised by delimiting, engine.neutralisation): a model that quotes a banner line
+    such as ``*** CORRECTED REPORT ***`` quotes it with what delimiting added, and the span
+    reported is the original text it stands for."""
     needle = normalise(snippet).text
     if not needle:
         return None
     page = page_norm or normalise(page_text)
+    views = [page]
+    shown = as_shown(page_text)
+    if shown is not None:
+        views.append(shown)
+    for view in views:
+        found = _exact(needle, page_text, view)
+        if found is not None:
+            return found
+    for view in views:
+        found = _fuzzy(needle, page_text, view)
+        if found is not None:
+            return found
+    return None
+
+
+@lru_cache(maxsize=256)
+def as_shown(page_text: str) -> Normalised | None:
+    """The page as a prompt shows it, normalised, with offsets into the original page text;
+    None when delimiting leaves the page as it is."""
+    shown, to_original = neutralise_mapped(page_text)
+    if shown == page_text:
+        return None
+    norm = normalise(shown)
+    return Normalised(norm.text, [to_original[i] for i in norm.offsets])
+
+
+def _exact(needle: str, page_text: str, page: Normalised) -> Match | None:
     index = page.text.find(needle)
     if index >= 0:
         start, end = _span(page, index, index + len(needle), len(page_text))
         return Match(start, end, 100.0, "exact")
+    if needle.endswith("-") and len(needle) > 1:
+        # A quote of one line that ends in a hyphenation ("carci-"): the page's normal form
+        # joined the word, so look for it without the hyphen, at a place where one was.
+        for found in re.finditer(re.escape(needle[:-1]), page.text):
+            start, end = _span(page, found.start(), found.end(), len(page_text))
+            if page_text[end : end + 1] == "-":
+                return Match(start, end + 1, 100.0, "exact")
+    return None
+
+
+def _fuzzy(needle: str, page_text: str, page: Normalised) -> Match | None:
     if len(needle) < FUZZY_MIN_LENGTH or not page.text:
         return None
     alignment = fuzz.partial_ratio_alignment(needle, page.text, score_cutoff=FUZZY_MIN_SCORE)
