@@ -321,9 +321,13 @@ def orchestrate(
                 fixed, source="autofix", calls=0, fixes=applied, feedback="", started=started
             )
             continue
-        # Escalation. An LLM classifier may be asked once more with the issues as feedback.
+        # Escalation. An LLM classifier may be asked once more with the issues as feedback,
+        # unless the document's own text is untrusted (text addressed to a model, hidden
+        # text): that escalates whatever the model answers, and it is the model the text
+        # was written to steer.
         llm_fixable = [i for i in issues if i.llm_fixable or i.auto_fixable]
-        if reasks_left and llm_fixable and retries_used < preset.max_retries:
+        untrusted = any(i.code in v3_domain.UNTRUSTED_TEXT_CODES for i in issues)
+        if reasks_left and llm_fixable and not untrusted and retries_used < preset.max_retries:
             reasks_left -= 1
             feedback = build_feedback(issues)
             started = time.perf_counter()

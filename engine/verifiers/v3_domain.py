@@ -32,6 +32,14 @@ from engine.verifiers.structure import (
 )
 
 AGENT = "V3"
+# Codes that mark a document's text as untrusted, recorded as issues on its runs: a document
+# carrying one is never shown to a language model as a corrected example (the reviewer may fix
+# its type, but its text stays a suspect's). INSTRUCTION_IN_TEXT is V3's own; HIDDEN_TEXT is the
+# code the hidden-text work raises for a page with text a reader does not see (issue 25,
+# finding 2): the few-shot filter reads it already, so that work has only to raise it.
+INSTRUCTION_IN_TEXT = "instruction_in_text"
+HIDDEN_TEXT = "hidden_text"
+UNTRUSTED_TEXT_CODES = frozenset({INSTRUCTION_IN_TEXT, HIDDEN_TEXT})
 RULES_PATH = Path(__file__).resolve().parent.parent / "rules" / "v3_domain.json"
 LLM_PHASE = "V3 contextual check (LLM)"
 LLM_CONTEXT_CHARS = 4000
@@ -207,6 +215,14 @@ def structure_traps(
     return issues
 
 
+def addressed_to_model(text: str, rules: DomainRules | None = None) -> str | None:
+    """The first stretch of ``text`` addressed to a language model (a prompt injection), or
+    None."""
+    rules = rules or load_rules()
+    found = next((m for p in rules.instructions if (m := p.search(text))), None)
+    return found.group() if found is not None else None
+
+
 def verify_rules(
     output: ClassificationOutput, context: DocumentContext, rules: DomainRules | None = None
 ) -> list[Issue]:
@@ -242,16 +258,14 @@ def verify_rules(
             )
 
         for number in pages:
-            addressed = next(
-                (m for p in rules.instructions if (m := p.search(context.pages[number - 1]))), None
-            )
+            addressed = addressed_to_model(context.pages[number - 1], rules)
             if addressed is not None:
                 issues.append(
                     _issue(
                         Severity.MAJOR,
-                        "instruction_in_text",
+                        INSTRUCTION_IN_TEXT,
                         f"Page {number} contains text addressed to a language model "
-                        f"(“{addressed.group()[:80]}”): the document may be trying to steer "
+                        f"(“{addressed[:80]}”): the document may be trying to steer "
                         "its classification.",
                         f"segments[{i}]",
                         "A clinician should confirm the type, whatever the classifiers say.",
