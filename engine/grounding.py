@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from rapidfuzz import fuzz
 
-from engine.neutralisation import neutralise_mapped
+from engine.neutralisation import changed_by_neutralise, neutralise_mapped
 
 LIGATURES = {
     "\ufb00": "ff",
@@ -48,9 +48,69 @@ class Normalised:
 
 @lru_cache(maxsize=256)  # the same pages are normalised by V4, the gate and the field evaluator
 def normalise(original: str) -> Normalised:
+    """The normal form, word by word: an ASCII word is only lower-cased (one character for
+    one), so only words with other characters go through the per-character rules. The same
+    result as reading every character (``_normalise_chars``), several times faster."""
     chars: list[str] = []
     offsets: list[int] = []
-    # Hyphenation at a line end: "carci-\nnoma" reads as "carcinoma".
+    pending_space = False
+    # Hyphenation at a line end: "carci-\nnoma" reads as "carcinoma". The text is read in the
+    # pieces between such joins; no whitespace is left at a join, so none is read there.
+    pieces = []
+    position = 0
+    for join in _LINE_END_HYPHEN.finditer(original):
+        pieces.append((position, join.start()))
+        position = join.end()
+    pieces.append((position, len(original)))
+    for start, end in pieces:
+        cursor = start
+        for word in _WORD_RUN.finditer(original, start, end):
+            if word.start() > cursor:
+                pending_space = bool(chars)
+            cursor = word.end()
+            text = word.group()
+            if text.isascii():
+                if pending_space:
+                    chars.append(" ")
+                    offsets.append(word.start())
+                    pending_space = False
+                chars.append(text.lower())
+                offsets.extend(range(word.start(), word.end()))
+                continue
+            for k, char in enumerate(text):
+                expanded = _expand(char)
+                if expanded.isspace() or not expanded:
+                    pending_space = bool(chars)
+                    continue
+                if pending_space:
+                    chars.append(" ")
+                    offsets.append(word.start() + k)
+                    pending_space = False
+                for piece in expanded.casefold():
+                    chars.append(piece)
+                    offsets.append(word.start() + k)
+        if end > cursor:
+            pending_space = bool(chars)
+    return Normalised("".join(chars), offsets)
+
+
+_WORD_RUN = re.compile(r"\S+")
+
+
+def _expand(char: str) -> str:
+    expanded = LIGATURES.get(char)
+    if expanded is None:
+        char = _QUOTES.get(char, char)
+        if char in _DASHES:
+            char = "-"
+        expanded = unicodedata.normalize("NFKC", char)
+    return expanded
+
+
+def _normalise_chars(original: str) -> Normalised:
+    """The normal form read character by character: the definition ``normalise`` keeps to."""
+    chars: list[str] = []
+    offsets: list[int] = []
     joins = {m.start(): m.end() for m in _LINE_END_HYPHEN.finditer(original)}
     i = 0
     pending_space = False
@@ -58,13 +118,7 @@ def normalise(original: str) -> Normalised:
         if i in joins:
             i = joins[i]
             continue
-        char = original[i]
-        expanded = LIGATURES.get(char)
-        if expanded is None:
-            char = _QUOTES.get(char, char)
-            if char in _DASHES:
-                char = "-"
-            expanded = unicodedata.normalize("NFKC", char)
+        expanded = _expand(original[i])
         if expanded.isspace() or not expanded:
             pending_space = bool(chars)
             i += 1
@@ -107,28 +161,26 @@ def find_snippet(
     if not needle:
         return None
     page = page_norm or normalise(page_text)
-    views = [page]
+    found = _exact(needle, page_text, page)
+    if found is not None:
+        return found
     shown = as_shown(page_text)
     if shown is not None:
-        views.append(shown)
-    for view in views:
-        found = _exact(needle, page_text, view)
-        if found is not None:
-            return found
-    for view in views:
-        found = _fuzzy(needle, page_text, view)
-        if found is not None:
-            return found
-    return None
+        found = _exact(needle, page_text, shown)
+    if found is None:
+        found = _fuzzy(needle, page_text, page)
+    if found is None and shown is not None:
+        found = _fuzzy(needle, page_text, shown)
+    return found
 
 
 @lru_cache(maxsize=256)
 def as_shown(page_text: str) -> Normalised | None:
     """The page as a prompt shows it, normalised, with offsets into the original page text;
     None when delimiting leaves the page as it is."""
-    shown, to_original = neutralise_mapped(page_text)
-    if shown == page_text:
+    if not changed_by_neutralise(page_text):
         return None
+    shown, to_original = neutralise_mapped(page_text)
     norm = normalise(shown)
     return Normalised(norm.text, [to_original[i] for i in norm.offsets])
 

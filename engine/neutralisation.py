@@ -22,6 +22,7 @@ NEUTRAL_PREFIX = "(document text) "
 # A line that starts like one of the prompt's markers, a Markdown rule or a banner.
 MARKER_LINE = re.compile(r"^[ \t]*(?:<{2,}|>{2,}|={3,}|-{3,}|#{3,}|\*{3,}|\[{2,}|\]{2,})")
 ANGLE_RUNS = re.compile(r"<{3,}|>{3,}")
+_MARKER_LINES = re.compile(MARKER_LINE.pattern, re.MULTILINE)
 
 
 def neutralise_mapped(text: str) -> tuple[str, list[int]]:
@@ -64,6 +65,11 @@ def neutralise_mapped(text: str) -> tuple[str, list[int]]:
             offsets.append(where[position])
             position += 1
     return "".join(shown), offsets
+
+
+def changed_by_neutralise(text: str) -> bool:
+    """Whether ``neutralise`` changes the text (a quick look, without building the map)."""
+    return bool(ANGLE_RUNS.search(text) or _MARKER_LINES.search(text))
 
 
 def neutralise(text: str) -> str:

@@ -41,6 +41,7 @@ RULES_PATH = Path(__file__).resolve().parent.parent / "rules" / "v3_domain.json"
 _FLAGS = re.IGNORECASE | re.MULTILINE
 MIN_NEEDLE = 3
 MAX_TITLE_WORDS = 12
+_LETTER = re.compile(r"[^\W\d_]")
 _BLANKS_ONLY = re.compile(r"^[\s_./\-\[\]()☐□:]*$")
 
 
@@ -305,6 +306,10 @@ def _title(line: str) -> str | None:
     return line
 
 
+def _letters(text: str) -> int:
+    return len(_LETTER.findall(text))
+
+
 def _with_content(
     header: re.Pattern[str],
     text: str,
@@ -318,12 +323,12 @@ def _with_content(
     found = []
     for match in header.finditer(text):
         rest = match.group("rest").strip(" \t:-,")
-        if sum(c.isalpha() for c in rest) < max(minimum, 1):
+        if _letters(rest) < max(minimum, 1):
             following = text[match.end() :].lstrip("\n").split("\n", 3)[:3]
             rest = " ".join(line.strip() for line in following) if minimum else rest
         if minimum and (_BLANKS_ONLY.match(rest) or rules.pending_findings.match(rest)):
             continue
-        if sum(c.isalpha() for c in rest) < minimum or rest.count("_") >= 3:
+        if _letters(rest) < minimum or rest.count("_") >= 3:
             continue
         if content is not None and not content.search(rest):
             continue

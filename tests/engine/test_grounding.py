@@ -116,3 +116,17 @@ def test_every_line_the_model_can_quote_from_the_prompt_grounds_on_its_page():
             for quote in quotes:
                 match = find_snippet(quote, page)
                 assert match is not None and match.method == "exact", (quote, page)
+
+
+def test_the_word_by_word_normal_form_is_the_character_by_character_one():
+    """normalise reads ASCII words whole; it must give what reading every character gives."""
+    import random
+
+    from engine.grounding import _normalise_chars, normalise
+
+    rng = random.Random(7)
+    alphabet = list("ab- \t\n\r\x0b\x1c\u00a0\u2003\u200b\ufb01\u2013\u201c\u00a8\u00df\u0130X,1")
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 16)))
+        assert normalise.__wrapped__(text) == _normalise_chars(text), repr(text)
+    assert normalise(PAGE) == _normalise_chars(PAGE)
