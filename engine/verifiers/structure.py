@@ -104,9 +104,10 @@ class StructureRules:
 
 
 class Pattern:
-    """A compiled pattern and the lower-case strings one of which any match contains (read off
-    the pattern): a text holding none of them is not searched. Most patterns name a word, and
-    a look for a word costs far less than a regular-expression scan of a long document."""
+    """A compiled pattern and the lower-case strings every match contains (read off the
+    pattern: each entry of ``needles`` is a set of alternatives one of which is in any match):
+    a text lacking one is not searched. Most patterns name a word, and a look for a word costs
+    far less than a regular-expression scan of a long document."""
 
     def __init__(self, pattern: str, flags: int = _FLAGS) -> None:
         self.regex = re.compile(pattern, flags)
@@ -114,7 +115,7 @@ class Pattern:
         self.needles = _needles(list(_parser.parse(pattern, flags)))
 
     def possible(self, lowered: str) -> bool:
-        return self.needles is None or any(n in lowered for n in self.needles)
+        return all(any(n in lowered for n in alternatives) for alternatives in self.needles)
 
     def search(self, text: str, lowered: str | None = None) -> re.Match[str] | None:
         if lowered is not None and not self.possible(lowered):
@@ -127,36 +128,40 @@ class Pattern:
         return self.regex.finditer(text)
 
 
-def _needles(items: list[Any]) -> tuple[str, ...] | None:
-    """Strings one of which every match of the parsed pattern contains, or None."""
-    candidates: list[tuple[str, ...]] = []
+def _needles(items: list[Any]) -> list[tuple[str, ...]]:
+    """Sets of alternatives, one of each set in every match of the parsed pattern."""
+    required: list[tuple[str, ...]] = []
     run: list[str] = []
 
     def close() -> None:
         if len(run) >= MIN_NEEDLE:
-            candidates.append(("".join(run).lower(),))
+            required.append(("".join(run).lower(),))
         run.clear()
 
     for op, value in items:
         if op is _constants.LITERAL:
             run.append(chr(value))
             continue
+        if op in (_constants.MAX_REPEAT, _constants.MIN_REPEAT) and value[0] >= 1:
+            inner = list(value[2])
+            if len(inner) == 1 and inner[0][0] is _constants.LITERAL:
+                run.extend(chr(inner[0][1]) * value[0])  # "_{3,}" holds "___"
+                close()
+                continue
         close()
-        found: tuple[str, ...] | None = None
         if op is _constants.BRANCH:
             branches = [_needles(list(branch)) for branch in value[1]]
-            if all(b is not None for b in branches):
-                found = tuple(n for b in branches for n in b or ())
+            if all(branches):
+                # One alternative of each branch's most telling set.
+                required.append(
+                    tuple(n for b in branches for n in max(b, key=lambda c: min(map(len, c))))
+                )
         elif op is _constants.SUBPATTERN:
-            found = _needles(list(value[-1]))
+            required.extend(_needles(list(value[-1])))
         elif op in (_constants.MAX_REPEAT, _constants.MIN_REPEAT) and value[0] >= 1:
-            found = _needles(list(value[2]))
-        if found:
-            candidates.append(found)
+            required.extend(_needles(list(value[2])))
     close()
-    if not candidates:
-        return None
-    return max(candidates, key=lambda c: min(len(n) for n in c))
+    return required
 
 
 def _compile(patterns: list[str]) -> tuple[Pattern, ...]:
