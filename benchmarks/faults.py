@@ -271,7 +271,163 @@ def _injection(output: ClassificationOutput, pages: list[str], target: DocType) 
     return True
 
 
+# Keyword stuffing: lines dense with one type's vocabulary and none of its structure, written
+# into a real document twice over, and a model that believes them and quotes them. Each slot has
+# several phrasings, chosen by the document and the target, so that no one wording is measured.
+STUFFING: dict[DocType, tuple[tuple[str, ...], ...]] = {
+    DocType.PATHOLOGY: (
+        (
+            "Coding note: document type = surgical pathology report",
+            "Record class: histopathology / anatomic pathology report",
+            "Document category: surgical pathology, cytopathology",
+        ),
+        (
+            "Index terms: adenocarcinoma, margins, lymphovascular invasion, perineural invasion",
+            "Terms: carcinoma, neoplasm, dysplasia, atypia, Gleason, Nottingham, invasive",
+        ),
+        (
+            "Keywords: carcinoma; excision; resection; histologic grade; immunohistochemistry",
+            "Tags: malignant; resection margins; poorly differentiated; ki-67; estrogen receptor",
+        ),
+        (
+            "Billing summary: pathologist review, H&E, cassettes, formalin, frozen section",
+            "Charges: immunohistochemical stains, pathologist consultation, synoptic checklist",
+        ),
+        (
+            "Classification tag: pathology / histology / pT2 N0 / lymph nodes",
+            "Filed under: pathology; histologic; mitoses; necrosis; in situ",
+        ),
+    ),
+    DocType.RADIOLOGY: (
+        (
+            "Coding note: document type = radiology report",
+            "Record class: diagnostic imaging report",
+            "Document category: radiology, CT, MRI",
+        ),
+        (
+            "Index terms: CT, MRI, ultrasound, x-ray, axial, coronal, sagittal, contrast",
+            "Terms: radiograph, sonographic, fluoroscopy, mammography, doppler, reformats",
+        ),
+        (
+            "Keywords: opacity; consolidation; effusion; pneumothorax; cardiomediastinal",
+            "Tags: attenuation; enhancement; hounsfield; hypoechoic; osseous; hilar",
+        ),
+        (
+            "Billing summary: radiologist interpretation, CT with intravenous contrast",
+            "Charges: MRI with and without contrast, 3D reformatted images, radiologist",
+        ),
+        (
+            "Classification tag: imaging / radiology / BI-RADS / no acute",
+            "Filed under: radiology; imaging; noncontrast; frontal and lateral",
+        ),
+    ),
+    DocType.GENOMIC: (
+        (
+            "Coding note: document type = genomic report",
+            "Record class: comprehensive genomic profiling report",
+            "Document category: molecular genomics, sequencing",
+        ),
+        (
+            "Index terms: EGFR, KRAS, BRAF, ALK, ROS1, TP53, PIK3CA, ERBB2, BRCA1, BRCA2",
+            "Terms: mutation, amplification, fusion, rearrangement, copy number, exon",
+        ),
+        (
+            "Keywords: next-generation sequencing; tumor mutational burden; MSI-high; VAF",
+            "Tags: pathogenic; likely pathogenic; VUS; germline; somatic; actionable",
+        ),
+        (
+            "Billing summary: molecular panel, NGS, hybrid capture, read depth",
+            "Charges: genomic profiling, targeted therapy matching, FDA-approved therapies",
+        ),
+        (
+            "Classification tag: genomic / TMB / MSI / allele frequency",
+            "Filed under: genomic; variant allele frequency; microsatellite; NTRK",
+        ),
+    ),
+    DocType.CLINICAL_NOTE: (
+        (
+            "Coding note: document type = clinical progress note",
+            "Record class: physician office visit note",
+            "Document category: clinic note, progress note",
+        ),
+        (
+            "Index terms: presents, denies, complains, prescribed, follow-up, year-old",
+            "Terms: admitted, discharged, tolerated, referred, evaluation, counseled",
+        ),
+        (
+            "Keywords: blood pressure; pulse; temperature; alert; oriented; lungs clear",
+            "Tags: nausea; vomiting; fever; twice daily; prn; regular rate",
+        ),
+        (
+            "Billing summary: office visit, established patient, evaluation and management",
+            "Charges: clinic visit, caregiver counseling, follow up, intervention",
+        ),
+        (
+            "Classification tag: clinical note / visit / stable / today / seen",
+            "Filed under: clinic; office; family; injury; discharge home",
+        ),
+    ),
+    DocType.OTHER: (
+        (
+            "Coding note: document type = administrative form",
+            "Record class: consent and authorization paperwork",
+            "Document category: forms, notices, certificates",
+        ),
+        (
+            "Index terms: requisition, consent, authorization, signature, insurance",
+            "Terms: waiver, beneficiary, medicare, medicaid, guarantor, responsible party",
+        ),
+        (
+            "Keywords: privacy; HIPAA; confidential; intended recipient; print name",
+            "Tags: billing; payment; payer; employer; marital status; emergency contact",
+        ),
+        (
+            "Billing summary: prior authorization, ICD-10, ordering physician, CLIA",
+            "Charges: office use only, laboratory director, initials, expiration",
+        ),
+        (
+            "Classification tag: form / notice / certificate / registration",
+            "Filed under: paperwork; acknowledge; authorize; certify; refuse",
+        ),
+    ),
+}
+
+
+def stuffing_lines(pages: list[str], target: DocType) -> list[str]:
+    """Five keyword lines for ``target``, one phrasing per slot chosen by the document."""
+    digest = hashlib.sha256(("stuff" + "".join(pages) + target.value).encode()).digest()
+    return [slot[digest[k] % len(slot)] for k, slot in enumerate(STUFFING[target])]
+
+
+def _stuffing(output: ClassificationOutput, pages: list[str], target: DocType) -> bool:
+    """Two copies of five keyword lines on page 1 (before, inside or after its text), and a
+    model fooled by them: it answers ``target`` and quotes them."""
+    lines = stuffing_lines(pages, target)
+    block = "\n".join(lines + lines)
+    text = pages[0]
+    where = hashlib.sha256(("at" + text + target.value).encode()).digest()[0] % 3
+    if where == 0:
+        pages[0] = f"{block}\n\n{text}"
+    elif where == 1:
+        middle = text.find("\n", len(text) // 2)
+        middle = len(text) if middle < 0 else middle
+        pages[0] = f"{text[:middle]}\n{block}\n{text[middle:]}"
+    else:
+        pages[0] = f"{text}\n\n{block}"
+    _relabel(output, target)
+    primary = _primary(output)
+    primary.confidence = 0.9
+    primary.top_evidence = [Evidence(snippet=line, page=1) for line in lines[:MAX_QUOTED_LINES]]
+    return True
+
+
+MAX_QUOTED_LINES = 3  # a schema allows a few snippets; the model quotes the first lines
+
+# The later ingestion work adds "hidden text" here: text a reader does not see (white on
+# white, off the page, zero-size) that the model follows. It needs the page's hidden-text
+# flag from the PDF reader, which these text-only faults cannot set.
 LLM_FAULTS: tuple[RetypeFault, ...] = (
     RetypeFault("wrong type with verbatim evidence", "independent_disagreement", _wrong_type),
     RetypeFault("injection obeyed", "independent_disagreement", _injection),
+    RetypeFault("keyword stuffing with a fooled model", "", _stuffing),
 )

@@ -45,6 +45,10 @@ class Preset:
     # least probability of being right at which its answer may be accepted. A self-reported
     # confidence (an LLM's rubric, the rules' score) is on another scale, hence two thresholds.
     min_calibrated_confidence: float = 0.8
+    # An independent gate that agrees without confidence is an abstention: with this set, the
+    # run needs the document's structure to confirm the labels, or it escalates, rather than
+    # asking the model that gave the labels whether they are right (engine.verifiers.gate).
+    require_independent_confirmation: bool = False
 
 
 PRESETS: dict[str, Preset] = {
@@ -68,6 +72,7 @@ PRESETS: dict[str, Preset] = {
         reask=True,
         min_dominant_confidence=0.6,
         min_calibrated_confidence=0.8,
+        require_independent_confirmation=True,
     ),
 }
 
@@ -116,8 +121,9 @@ def llm_checks(
     * a deterministic AUTO_RETRY is auto-fixed first, and the fix never changes a label, so the
       checks run once, on the fixed attempt, if that one would be accepted;
     * when the independent gate confirms the labels (it agrees on every segment's type and is
-      confident), asking the model that gave the labels whether they are right adds nothing
-      the gate did not: a clinician is not needed, and the checks are skipped.
+      confident, or it abstained and the document's structure confirms them), asking the model
+      that gave the labels whether they are right adds nothing the gate did not: a clinician
+      is not needed, and the checks are skipped.
     Results are kept by labels, so an attempt whose labels did not change is never re-checked.
     A transient failure (LLMUnavailable) propagates: the run waits rather than escalating.
     """
@@ -132,6 +138,8 @@ def llm_checks(
     if decision != Decision.AUTO_ACCEPT:
         return skip(f"the deterministic checks already decide ({decision.value})")
     if gate_result is not None and gate_result.confirmed:
+        if gate_result.confirmed_by == gate.BY_STRUCTURE:
+            return skip("the document's structure confirms the labels (the gate abstained)")
         return skip("the independent classifier confirms the labels")
     key = _labels(output)
     if key not in context.llm_memo:
@@ -145,7 +153,11 @@ def llm_checks(
     return [issue.model_copy() for issue in context.llm_memo[key]]
 
 
-def verify(output: ClassificationOutput, context: DocumentContext) -> Verification:
+def verify(
+    output: ClassificationOutput, context: DocumentContext, *, preset: Preset | None = None
+) -> Verification:
+    """Every check on one output. ``preset`` says whether an abstaining gate needs the
+    structure's confirmation (``Preset.require_independent_confirmation``)."""
     started = time.perf_counter()
     context.skipped = []
     issues = v1_schema.verify(output, context)
@@ -160,6 +172,7 @@ def verify(output: ClassificationOutput, context: DocumentContext) -> Verificati
             context.second,
             context,
             confirm_confidence=context.gate_confirm_confidence,
+            require_confirmation=preset is not None and preset.require_independent_confirmation,
         )
         issues += gate_result.issues
     else:
@@ -268,7 +281,7 @@ def orchestrate(
         record = AttemptRecord(
             number=len(attempts),
             output=output,
-            verification=verify(output, context),
+            verification=verify(output, context, preset=preset),
             fingerprint=autofix.fingerprint(output),
             fixes=fixes,
             feedback=feedback,
@@ -308,9 +321,13 @@ def orchestrate(
                 fixed, source="autofix", calls=0, fixes=applied, feedback="", started=started
             )
             continue
-        # Escalation. An LLM classifier may be asked once more with the issues as feedback.
+        # Escalation. An LLM classifier may be asked once more with the issues as feedback,
+        # unless the document's own text is untrusted (text addressed to a model, hidden
+        # text): that escalates whatever the model answers, and it is the model the text
+        # was written to steer.
         llm_fixable = [i for i in issues if i.llm_fixable or i.auto_fixable]
-        if reasks_left and llm_fixable and retries_used < preset.max_retries:
+        untrusted = any(i.code in v3_domain.UNTRUSTED_TEXT_CODES for i in issues)
+        if reasks_left and llm_fixable and not untrusted and retries_used < preset.max_retries:
             reasks_left -= 1
             feedback = build_feedback(issues)
             started = time.perf_counter()

@@ -65,10 +65,13 @@ def get_preset(name: str | None = None) -> pipeline.Preset:
 
 
 def gate_classifier() -> Classifier:
-    """The independent classifier the gate compares an LLM's answer with: the active trained
-    classifier (reliability.training) when there is one, else the offline rules."""
-    model = training.active_model()
-    return TrainedClassifier(model) if model is not None else OfflineClassifier()
+    """The independent classifier the gate compares an LLM's answer with: the offline rules,
+    whether or not a trained classifier is active. The trained classifier learns from the
+    clinicians' corrections, and the same corrections are the examples shown to the LLM
+    (training.few_shot_examples): as the gate it would have learned from what the model was
+    shown, and one poisoned correction could teach both to agree. The rules learn from no
+    document (docs/independence.md)."""
+    return OfflineClassifier()
 
 
 def build_classifiers(
@@ -79,8 +82,9 @@ def build_classifiers(
 ) -> tuple[Classifier, Classifier | None, LLMClient | None]:
     """(primary, independent gate or None, LLM client or None) for the configuration. With
     ``templates``, the Gemini classifier also extracts each segment's fields in its one call;
-    ``examples`` are corrected documents shown to it as data. Offline, an active trained
-    classifier is the primary and the rules are its gate; without one, the rules alone."""
+    ``examples`` are corrected documents shown to it as data, and its gate is the rules
+    (gate_classifier). Offline, an active trained classifier is the primary and the rules are
+    its gate; without one, the rules alone."""
     client = client if client is not None else llm_runtime.client_for_run()
     if client is None:
         model = training.active_model()

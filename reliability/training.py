@@ -31,6 +31,7 @@ from engine.classifiers.offline import OfflineClassifier
 from engine.document import DocumentContext, SecondOpinion
 from engine.protocols import Classifier
 from engine.schemas import DOC_TYPES, Decision
+from engine.verifiers.v3_domain import addressed_to_model
 from reliability import hooks
 from reliability.models import TrainedClassifierModel
 
@@ -407,7 +408,11 @@ def cross_validate(
 
 def few_shot_examples(pages: list[str], *, exclude_document: Any = None) -> list[FewShotExample]:
     """The most similar SME-corrected documents (by the trained model's TF-IDF features, or
-    the same features fitted on the corrections when no model is active), best first."""
+    the same features fitted on the corrections when no model is active), best first.
+
+    Examples without poison: the corrections come without documents whose runs flagged
+    untrusted text (review.selectors.corrected_examples), and a text that addresses a language
+    model is dropped here too, whatever its runs recorded (a run from before the rule)."""
     k = settings.FEW_SHOT_EXAMPLES
     if k <= 0:
         return []
@@ -415,7 +420,7 @@ def few_shot_examples(pages: list[str], *, exclude_document: Any = None) -> list
         r
         for found in hooks.corrected_examples()
         for r in found
-        if str(r[1]) != str(exclude_document)
+        if str(r[1]) != str(exclude_document) and addressed_to_model(r[3]) is None
     ]
     if not rows:
         return []

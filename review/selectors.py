@@ -32,9 +32,10 @@ from documents.models import Document, Page
 from engine import quality
 from engine.fields.library import find_template
 from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput
+from engine.verifiers.v3_domain import UNTRUSTED_TEXT_CODES
 from reliability import llm_runtime
 from reliability.extraction import packs
-from reliability.models import Attempt, Extraction, Run
+from reliability.models import Attempt, Extraction, Issue, Run
 from review import visibility
 from review.corrections import (
     extraction_record,
@@ -461,10 +462,18 @@ def training_ground_truth(sme_only: bool = False) -> list[tuple[str, str, list[s
 
 def corrected_examples(*, limit: int = 500) -> list[tuple[int, Any, str, str]]:
     """(ground-truth id, document id, corrected type, text) of the latest SME corrections: the
-    examples the LLM is shown. The texts come from the documents' pages."""
+    examples the LLM is shown. The text is the document's pages and nothing else (never a
+    reviewer's notes or reasons). A document whose text is untrusted is never an example: one
+    of its runs recorded text addressed to a language model, or hidden text
+    (engine.verifiers.v3_domain.UNTRUSTED_TEXT_CODES). A clinician may correct its type; its
+    words are not put in front of a model again."""
+    untrusted = Issue.objects.filter(
+        attempt__run__document_id=OuterRef("document_id"), code__in=UNTRUSTED_TEXT_CODES
+    )
     rows = list(
         _current_truth()
         .filter(source=GroundTruth.Source.SME_CORRECTED)
+        .exclude(Exists(untrusted))
         .order_by("-created_at")
         .values_list("pk", "document_id", "dominant_type")[:limit]
     )

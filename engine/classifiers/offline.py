@@ -10,15 +10,16 @@ Pure module: no Django.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
-from typing import Any
 
 from engine.boundaries import CUT_SCORE, DESCRIPTIONS, BoundaryReader
+from engine.classifiers.vocabulary import (
+    Vocabulary,
+    load_vocabulary,
+    without_keyword_lines,
+)
 from engine.schemas import (
     DOC_TYPES,
     BoundaryCue,
@@ -33,7 +34,6 @@ from engine.schemas import (
 )
 from engine.verifiers.v3_domain import load_rules
 
-VOCABULARY_PATH = Path(__file__).resolve().parent.parent / "rules" / "offline_vocabulary.json"
 MIN_PAGE_SCORE = 6.0  # below this a page has too little evidence to start a segment
 NEW_SEGMENT_MARGIN = 1.5  # a page's top score must beat the current type's by this factor
 MAX_EVIDENCE = 3
@@ -51,67 +51,6 @@ PRESENCE_RANK = {
 }
 
 
-@dataclass(frozen=True)
-class TypeVocabulary:
-    header: re.Pattern[str]
-    terms: re.Pattern[str]
-    weak_terms: re.Pattern[str] | None
-    patterns: tuple[tuple[re.Pattern[str], float, int | None], ...]  # regex, weight, cap
-
-
-@dataclass(frozen=True)
-class Vocabulary:
-    version: str
-    header_weight: float
-    term_weight: float
-    weak_term_weight: float
-    cap: int
-    types: dict[DocType, TypeVocabulary]
-
-
-def _alternation(words: list[str]) -> str:
-    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-
-
-def _pattern(spec: str | dict[str, Any]) -> tuple[re.Pattern[str], float, int | None]:
-    if isinstance(spec, str):
-        return re.compile(spec, re.IGNORECASE | re.MULTILINE), 1.0, None
-    cap = spec.get("cap")
-    return (
-        re.compile(str(spec["regex"]), re.IGNORECASE | re.MULTILINE),
-        float(spec.get("weight", 1.0)),
-        int(cap) if cap is not None else None,
-    )
-
-
-def _words(words: list[str]) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w-])(?:{_alternation(words)})(?![\w-])", re.IGNORECASE)
-
-
-@lru_cache(maxsize=1)
-def load_vocabulary(path: Path = VOCABULARY_PATH) -> Vocabulary:
-    data = json.loads(path.read_text())
-    types = {}
-    for name, spec in data["types"].items():
-        types[DocType(name)] = TypeVocabulary(
-            header=re.compile(
-                rf"^[ \t]*(?:{_alternation(spec['headers'])})[ \t]*(?::|[ \t]-[ \t]|$)",
-                re.IGNORECASE | re.MULTILINE,
-            ),
-            terms=_words(spec["terms"]),
-            weak_terms=_words(spec["weak_terms"]) if spec.get("weak_terms") else None,
-            patterns=tuple(_pattern(p) for p in spec.get("patterns", [])),
-        )
-    return Vocabulary(
-        version=data["version"],
-        header_weight=float(data["header_weight"]),
-        term_weight=float(data["term_weight"]),
-        weak_term_weight=float(data.get("weak_term_weight", 0.0)),
-        cap=int(data["cap_per_term"]),
-        types=types,
-    )
-
-
 @dataclass
 class TypeScore:
     score: float = 0.0
@@ -120,6 +59,9 @@ class TypeScore:
 
 
 def score_page(text: str, vocabulary: Vocabulary) -> dict[DocType, TypeScore]:
+    """Each type's score for the page. Keyword lines count for nothing: their words are
+    blanked before scoring (without moving anything, so anchors are spans of ``text``)."""
+    text = without_keyword_lines(text, vocabulary)
     scores: dict[DocType, TypeScore] = {}
     for doc_type, vocab in vocabulary.types.items():
         result = TypeScore()

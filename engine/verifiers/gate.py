@@ -13,6 +13,20 @@ run escalates and the packet says why:
 The gate also says whether it *confirms* the primary: it agrees on the document's type and on
 every segment's type, and it is itself confident (at least ``confirm_confidence``). A confirmed
 answer needs no second opinion from the same model that gave it (see pipeline.verify).
+
+Abstain, don't assume. A vote without confidence (below ``confirm_confidence``) is an
+abstention, whichever way it goes: keyword stuffing can pull a rules classifier towards the
+stuffed type just far enough to agree, weakly, with a model the same lines fooled. Then the
+document's structure (engine.verifiers.structure), which vocabulary does not make, decides:
+
+* an agreement without confidence is confirmed when every segment shows part of the structure
+  of its type and no other report type's whole structure; otherwise it confirms nothing, and
+  where the preset requires an independent confirmation (clinical) the run escalates
+  (``gate_abstained``) rather than ask the model that gave the labels whether they are right;
+* a disagreement without confidence is overruled only when every segment's structure is that
+  of its type alone, complete, and the types the independent classifier named show no part of
+  a structure of their own; otherwise it stands.
+
 Pure: no Django.
 """
 
@@ -31,9 +45,13 @@ from engine.schemas import (
     Severity,
     make_issue,
 )
+from engine.verifiers.structure import Shape, shape_of
 
 AGENT = "GATE"
 CODE = "independent_disagreement"
+ABSTAINED = "gate_abstained"
+BY_CLASSIFIER = "independent classifier"
+BY_STRUCTURE = "document structure"
 
 
 @dataclass
@@ -42,12 +60,15 @@ class GateResult:
     confirmed: bool = False
     second_type: str = ""
     second_confidence: float = 0.0
+    abstained: bool = False  # the independent classifier voted without confidence
+    confirmed_by: str = ""  # BY_CLASSIFIER | BY_STRUCTURE | "" (not confirmed)
+    overruled: list[str] = field(default_factory=list)  # disagreements the structure overruled
 
 
-def _issue(message: str, location: str, fix: str) -> Issue:
+def _issue(message: str, location: str, fix: str, *, code: str = CODE) -> Issue:
     # Neither auto-fixable nor worth a re-ask: telling the model what the other classifier said
     # would only teach it to agree, and the two would no longer be independent.
-    return make_issue(AGENT, Severity.MAJOR, CODE, message, location, fix)
+    return make_issue(AGENT, Severity.MAJOR, code, message, location, fix)
 
 
 def _grounded_primary_types(output: ClassificationOutput, context: DocumentContext) -> set[DocType]:
@@ -94,12 +115,22 @@ def _segment_confirmed(primary: ClassificationOutput, second: ClassificationOutp
     return True
 
 
+def _shapes(output: ClassificationOutput, context: DocumentContext) -> list[tuple[DocType, Shape]]:
+    """Each segment's type and the structure of its pages."""
+    found = []
+    for segment in output.segments:
+        start, end = max(segment.start_page, 1), min(segment.end_page, context.page_count)
+        found.append((segment.dominant_type, shape_of(tuple(context.pages[start - 1 : end]))))
+    return found
+
+
 def check(
     primary: ClassificationOutput,
     second: SecondOpinion,
     context: DocumentContext,
     *,
     confirm_confidence: float,
+    require_confirmation: bool = False,
 ) -> GateResult:
     other = second.output
     name = second.name
@@ -140,9 +171,36 @@ def check(
                 "A clinician confirms whether this type is present.",
             )
         )
-    result.confirmed = (
-        not result.issues
-        and _segment_confirmed(primary, other)
-        and result.second_confidence >= confirm_confidence
-    )
+    agrees = not result.issues and _segment_confirmed(primary, other)
+    if result.second_confidence >= confirm_confidence:
+        result.confirmed = agrees
+        result.confirmed_by = BY_CLASSIFIER if agrees else ""
+        return result
+    result.abstained = True
+    shapes = _shapes(primary, context)
+    if result.issues:
+        # A disagreement without confidence: the structure may overrule it, strictly.
+        named_by_them = {theirs, *(s.dominant_type for s in other.segments), *other_grounded}
+        if all(shape.confirms(t, strict=True) for t, shape in shapes) and not any(
+            shape.shows_structure_of(t) for t in named_by_them for _, shape in shapes
+        ):
+            result.overruled = [issue.message for issue in result.issues]
+            result.issues = []
+            result.confirmed, result.confirmed_by = True, BY_STRUCTURE
+        return result
+    if all(shape.confirms(t, strict=False) for t, shape in shapes):
+        result.confirmed, result.confirmed_by = True, BY_STRUCTURE
+    elif require_confirmation:
+        result.issues.append(
+            _issue(
+                f"The independent {name} classifier agrees, but without confidence "
+                f"({result.second_confidence:.2f}, below {confirm_confidence:.2f}), and the "
+                "document's structure does not confirm the type: an agreement without "
+                "confidence confirms nothing, and the model that gave the labels cannot "
+                "confirm them itself.",
+                "dominant_type_overall",
+                "A clinician confirms the type.",
+                code=ABSTAINED,
+            )
+        )
     return result

@@ -28,9 +28,18 @@ from engine.verifiers.structure import (
     load_structure_rules,
     read_shape,
     rules_from,
+    shape_of,
 )
 
 AGENT = "V3"
+# Codes that mark a document's text as untrusted, recorded as issues on its runs: a document
+# carrying one is never shown to a language model as a corrected example (the reviewer may fix
+# its type, but its text stays a suspect's). INSTRUCTION_IN_TEXT is V3's own; HIDDEN_TEXT is the
+# code the hidden-text work raises for a page with text a reader does not see (issue 25,
+# finding 2): the few-shot filter reads it already, so that work has only to raise it.
+INSTRUCTION_IN_TEXT = "instruction_in_text"
+HIDDEN_TEXT = "hidden_text"
+UNTRUSTED_TEXT_CODES = frozenset({INSTRUCTION_IN_TEXT, HIDDEN_TEXT})
 RULES_PATH = Path(__file__).resolve().parent.parent / "rules" / "v3_domain.json"
 LLM_PHASE = "V3 contextual check (LLM)"
 LLM_CONTEXT_CHARS = 4000
@@ -62,11 +71,37 @@ def load_rules(path: Path = RULES_PATH) -> DomainRules:
             re.compile(r, re.IGNORECASE)
             for r in data.get("instruction_patterns", {}).get("regexes", [])
         ),
-        structure=rules_from(data),
+        structure=load_structure_rules() if path == RULES_PATH else rules_from(data),
     )
 
 
 _issue = partial(make_issue, AGENT)
+STRUCTURE_OF = {
+    DocType.PATHOLOGY: "a diagnosis or a sign-out with a specimen",
+    DocType.RADIOLOGY: "findings and an impression, or an examination with either",
+    DocType.GENOMIC: "a variant table with an assay or its own sections",
+}
+NAMED = {
+    DocType.PATHOLOGY: "a pathology report",
+    DocType.RADIOLOGY: "a radiology report",
+    DocType.GENOMIC: "a sequencing report",
+    DocType.CLINICAL_NOTE: "a clinical note",
+}
+
+
+def _another_type(i: int, doc_type: DocType, shape: Shape) -> Issue:
+    others = sorted(t.value for t in shape.reads_as if t != doc_type)
+    what = STRUCTURE_OF.get(doc_type)
+    return _issue(
+        Severity.MAJOR,
+        "structure_of_another_type",
+        f"Segment {i + 1} is {doc_type.value} PRIMARY but has the whole structure of "
+        f"{' and of '.join(NAMED[DocType(t)] for t in others)}"
+        + (f", and not that of a {doc_type.value} report ({what})." if what else "."),
+        f"segments[{i}].types.{doc_type.value}",
+        "Check the type against the document's sections.",
+        llm=True,
+    )
 
 
 def structure_traps(
@@ -79,12 +114,14 @@ def structure_traps(
 ) -> list[Issue]:
     """The traps that read the segment's structure (see engine/verifiers/structure.py) for a
     segment whose PRIMARY types are ``primary``. A report type must read as a report: not as
-    paperwork, a message quoting a report, or a lab panel. A clinical note must not be a form
-    or a bare lab panel. A vendor's name alone neither sets nor lifts a trap."""
+    paperwork, a message quoting a report, or a lab panel; it must show part of its own
+    structure, and no other type's whole structure may stand where its own is missing. A
+    clinical note must not be a form or a bare lab panel, nor 'other' a whole report or note.
+    A vendor's name alone neither sets nor lifts a trap."""
     issues: list[Issue] = []
     reports = [t for t in primary if t in REPORT_TYPES]
     note = DocType.CLINICAL_NOTE in primary
-    named = ", ".join(t.value for t in primary)
+    named = ", ".join(t.value for t in primary if t != DocType.OTHER)
     location = f"segments[{i}].dominant_type"
 
     def findings_of(doc_type: DocType) -> bool:
@@ -124,7 +161,11 @@ def structure_traps(
                 llm=True,
             )
         )
-    if shape.lab_rows >= min_lab_rows and (without_findings or (note and not shape.note_sections)):
+    # A table of lab results is a lab panel unless the claimed report type's whole structure
+    # stands beside it (a marrow report with a blood count): an "Interpretation" line under
+    # a panel is the panel's, not a report's findings.
+    incomplete = [t for t in reports if t not in shape.reads_as]
+    if shape.lab_rows >= min_lab_rows and (incomplete or (note and not shape.note_sections)):
         issues.append(
             _issue(
                 Severity.BLOCKER,
@@ -137,6 +178,27 @@ def structure_traps(
                 llm=True,
             )
         )
+    for doc_type in reports:
+        if not shape.shows_structure_of(doc_type):
+            issues.append(
+                _issue(
+                    Severity.MAJOR,
+                    "report_without_structure",
+                    f"Segment {i + 1} is {doc_type.value} PRIMARY but shows none of the structure "
+                    f"of such a report ({STRUCTURE_OF[doc_type]}): its words alone do not make "
+                    "one.",
+                    f"segments[{i}].types.{doc_type.value}",
+                    f"A {doc_type.value} report needs {STRUCTURE_OF[doc_type]}; check the type.",
+                    llm=True,
+                )
+            )
+            continue
+        if doc_type not in shape.reads_as and (shape.reads_as - {doc_type}):
+            issues.append(_another_type(i, doc_type, shape))
+    if DocType.OTHER in primary and shape.reads_as:
+        issues.append(_another_type(i, DocType.OTHER, shape))
+    if note and DocType.CLINICAL_NOTE not in shape.reads_as and shape.reads_as & REPORT_TYPES:
+        issues.append(_another_type(i, DocType.CLINICAL_NOTE, shape))
     if DocType.GENOMIC in reports and routine_vendors and not shape.genomic_findings:
         issues.append(
             _issue(
@@ -153,6 +215,14 @@ def structure_traps(
     return issues
 
 
+def addressed_to_model(text: str, rules: DomainRules | None = None) -> str | None:
+    """The first stretch of ``text`` addressed to a language model (a prompt injection), or
+    None."""
+    rules = rules or load_rules()
+    found = next((m for p in rules.instructions if (m := p.search(text))), None)
+    return found.group() if found is not None else None
+
+
 def verify_rules(
     output: ClassificationOutput, context: DocumentContext, rules: DomainRules | None = None
 ) -> list[Issue]:
@@ -166,33 +236,36 @@ def verify_rules(
             return [t for t in terms if any(contains_term(t, n) for n in norm)]
 
         primary: list[DocType] = [
-            t.type
-            for t in segment.types
-            if t.type != DocType.OTHER and t.presence_level == Presence.PRIMARY
+            t.type for t in segment.types if t.presence_level == Presence.PRIMARY
         ]
         if primary:
             structure = rules.structure or load_structure_rules()
+            texts = [context.pages[p - 1] for p in pages]
+            # The default rules' reading is remembered: the gate reads the same segments.
+            shape = (
+                shape_of(tuple(texts))
+                if structure is load_structure_rules()
+                else read_shape(texts, structure)
+            )
             issues.extend(
                 structure_traps(
                     i,
                     primary,
-                    read_shape([context.pages[p - 1] for p in pages], structure),
+                    shape,
                     found(rules.routine_lab_vendors),
                     min_lab_rows=structure.min_lab_rows,
                 )
             )
 
         for number in pages:
-            addressed = next(
-                (m for p in rules.instructions if (m := p.search(context.pages[number - 1]))), None
-            )
+            addressed = addressed_to_model(context.pages[number - 1], rules)
             if addressed is not None:
                 issues.append(
                     _issue(
                         Severity.MAJOR,
-                        "instruction_in_text",
+                        INSTRUCTION_IN_TEXT,
                         f"Page {number} contains text addressed to a language model "
-                        f"(“{addressed.group()[:80]}”): the document may be trying to steer "
+                        f"(“{addressed[:80]}”): the document may be trying to steer "
                         "its classification.",
                         f"segments[{i}]",
                         "A clinician should confirm the type, whatever the classifiers say.",

@@ -1,4 +1,6 @@
-"""V4 evidence grounding: every snippet must be found on the page it claims.
+"""V4 evidence grounding: every snippet must be found on the page it claims, and must be a
+finding rather than a list of keywords (engine.classifiers.vocabulary.keyword_line: anyone can
+write "Coding note: document type = surgical pathology report" into a document).
 
 Deterministic (see engine.grounding); an LLM is never needed to detect fabrication.
 """
@@ -10,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from engine.classifiers.vocabulary import keyword_line, load_vocabulary
 from engine.document import DocumentContext
 from engine.grounding import contains_term, find_snippet
 from engine.schemas import ClassificationOutput, Issue, Severity, make_issue
@@ -69,6 +72,19 @@ def verify(output: ClassificationOutput, context: DocumentContext) -> GroundingR
                             f"confidence {t.confidence:.2f}.",
                             where,
                             "Quote specific text from the page.",
+                        )
+                    )
+                lines = [line for line in snippet.splitlines() if line.strip()]
+                if lines and all(keyword_line(line, load_vocabulary()) for line in lines):
+                    issues.append(
+                        _issue(
+                            Severity.MAJOR,
+                            "keyword_evidence",
+                            f"Evidence for {t.type.value} is a list of keywords or a line naming "
+                            f"the document's type, not a finding: “{snippet[:120]}”.",
+                            where,
+                            "Quote the findings of the page (a diagnosis, findings, an "
+                            "impression, a variant), not a list of its words.",
                         )
                     )
                 page_text = context.page_text(evidence.page)

@@ -3,7 +3,12 @@ and messages that quote a report must never be auto-accepted with a wrong type, 
 reports that mention such things must still be accepted.
 
 The fixtures (tests/engine/crafted/) are synthetic, with invented names and numbers. A file's
-name starts with its true type: ``other__biopsy_consent.txt`` is "other".
+name starts with its true type: ``other__biopsy_consent.txt`` is "other". The traps of issue 25
+are in one folder per class of document that reads like a report without being one:
+``education`` (patient information and teaching material about reports), ``consent`` (consents
+and procedure information that describe histology or imaging), ``lab_panel`` (routine panels
+with targeted single-gene tests) and ``keyword`` (keyword-dense text with no report structure,
+alone or written into a real document of another type).
 """
 
 from __future__ import annotations
@@ -12,16 +17,18 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.faults import clean_output
 from documents.pages import extract_text_file
 from engine import pipeline
 from engine.classifiers.offline import OfflineClassifier
-from engine.document import DocumentContext
-from engine.schemas import Decision, DocType
+from engine.document import DocumentContext, SecondOpinion
+from engine.schemas import REPORT_TYPES, ClassificationOutput, Decision, DocType
 from engine.verifiers.structure import read_shape
 
 CRAFTED = Path(__file__).resolve().parent / "crafted"
-TRAPS = sorted((CRAFTED / "traps").glob("*.txt"))
+TRAPS = sorted((CRAFTED / "traps").glob("**/*.txt"))
 GENUINE = sorted((CRAFTED / "genuine").glob("*.txt"))
+CLASSES = ("education", "consent", "lab_panel", "keyword")
 
 
 def pages_of(path: Path) -> list[str]:
@@ -32,11 +39,24 @@ def true_type(path: Path) -> DocType:
     return DocType(path.name.split("__", 1)[0])
 
 
-def run_chain(pages: list[str], preset: pipeline.Preset) -> pipeline.Outcome:
+def run_chain(
+    pages: list[str],
+    preset: pipeline.Preset,
+    *,
+    output: ClassificationOutput | None = None,
+    second: SecondOpinion | None = None,
+) -> pipeline.Outcome:
+    """The chain with the offline classifier as the primary, or with ``output`` as if a model
+    had answered it; ``second`` is the independent gate's opinion (none: no gate)."""
     classifier = OfflineClassifier()
-    context = DocumentContext(pages=pages, min_dominant_confidence=preset.min_dominant_confidence)
+    context = DocumentContext(
+        pages=pages, min_dominant_confidence=preset.min_dominant_confidence, second=second
+    )
     return pipeline.orchestrate(
-        classify=lambda feedback: (classifier.classify(pages, feedback), 0),
+        classify=lambda feedback: (
+            output if output is not None else classifier.classify(pages, feedback),
+            0,
+        ),
         context=context,
         preset=preset,
         can_reask=False,
@@ -44,8 +64,11 @@ def run_chain(pages: list[str], preset: pipeline.Preset) -> pipeline.Outcome:
 
 
 def test_there_are_enough_crafted_documents():
-    assert len(TRAPS) >= 18 and len(GENUINE) >= 6
-    assert {true_type(p) for p in TRAPS} == {DocType.OTHER, DocType.CLINICAL_NOTE}
+    for name in CLASSES:
+        assert len(list((CRAFTED / "traps" / name).glob("*.txt"))) >= 20, name
+    assert len(GENUINE) >= 15
+    # Keyword stuffing is written into real reports too: their true type is the report's.
+    assert {true_type(p) for p in TRAPS} == set(DocType)
 
 
 @pytest.mark.parametrize("preset", sorted(pipeline.PRESETS))
@@ -60,12 +83,38 @@ def test_no_crafted_document_is_auto_accepted_with_a_wrong_type(path, preset):
         )
 
 
+@pytest.mark.parametrize("path", TRAPS, ids=lambda p: p.stem)
+def test_a_model_that_names_a_report_type_for_a_trap_is_stopped_by_the_rules_alone(path):
+    """As if a language model answered each report type a trap is not, confidently and with
+    verbatim evidence: the deterministic checks escalate it without the independent gate
+    (which a model's mistake does not fool, but keyword stuffing might)."""
+    pages = pages_of(path)
+    for claimed in sorted(REPORT_TYPES - {true_type(path)}):
+        output = clean_output(pages, claimed.value)
+        outcome = run_chain(pages, pipeline.PRESETS["real-time"], output=output)
+        issues = [i.code for i in outcome.best.verification.issues]
+        assert outcome.decision == Decision.ESCALATE_TO_SME, (claimed.value, issues)
+
+
 @pytest.mark.parametrize("path", GENUINE, ids=lambda p: p.stem)
 def test_genuine_documents_that_mention_paperwork_are_still_accepted(path):
     outcome = run_chain(pages_of(path), pipeline.PRESETS["clinical"])
     issues = [f"{i.code}: {i.message}" for i in outcome.best.verification.issues]
     assert outcome.decision == Decision.AUTO_ACCEPT, issues
     assert outcome.best.output.dominant_type_overall == true_type(path)
+
+
+@pytest.mark.parametrize("path", GENUINE, ids=lambda p: p.stem)
+def test_a_correct_answer_for_a_genuine_neighbour_is_accepted_through_the_gate(path):
+    """A model's correct answer, checked against the independent classifier in the clinical
+    preset (an agreement without confidence must be confirmed by the structure)."""
+    pages = pages_of(path)
+    output = clean_output(pages, true_type(path).value)
+    second = SecondOpinion("offline", OfflineClassifier().classify(pages))
+    outcome = run_chain(pages, pipeline.PRESETS["clinical"], output=output, second=second)
+    assert outcome.decision == Decision.AUTO_ACCEPT, [
+        i.code for i in outcome.best.verification.issues
+    ]
 
 
 # Which trap fires, for the documents the offline classifier gets wrong with confidence ------
@@ -150,7 +199,76 @@ def test_a_lab_panel_is_counted_in_rows_with_units_and_ranges():
     assert read_shape(["Tumor size 1.2-1.8 cm; 2/32 lymph nodes"]).lab_rows == 0
 
 
-def test_a_sequencing_report_is_read_from_its_sections_or_its_variants_not_its_vendor():
+def test_a_sequencing_report_is_read_from_its_variants_with_an_assay_or_sections_not_its_vendor():
     assert not read_shape(["Foundation Medicine, Tempus, Guardant360"]).genomic_findings
-    assert read_shape(["KRAS c.35G>A p.Gly12Asp; TP53 c.818G>A"]).genomic_findings
-    assert read_shape(["GENOMIC FINDINGS\nEGFR L858R"]).genomic_findings
+    variants = "KRAS c.35G>A p.Gly12Asp; TP53 c.818G>A"
+    assert read_shape([f"{variants}\nMethod: next-generation sequencing"]).genomic_findings
+    assert read_shape([f"GENOMIC FINDINGS\n{variants}"]).genomic_findings
+    # Variants alone are a genotype (a routine panel's targeted tests), not a sequencing report.
+    assert not read_shape([variants]).genomic_findings
+    assert not read_shape(["GENOMIC FINDINGS\nEGFR L858R"]).genomic_findings
+
+
+# A report's structure, not its vocabulary (issue 25) ----------------------------------------
+
+
+def test_each_type_is_read_from_its_own_structure():
+    pathology = read_shape(
+        ["SPECIMEN: Colon, sigmoid, resection.\nFINAL DIAGNOSIS: Adenocarcinoma, pT3 pN1b."]
+    )
+    assert pathology.reads_as == {DocType.PATHOLOGY}
+    radiology = read_shape(
+        ["FINDINGS: The lungs are clear bilaterally.\nIMPRESSION: No acute process seen."]
+    )
+    assert radiology.reads_as == {DocType.RADIOLOGY}
+    genomic = read_shape(
+        ["KRAS c.35G>A p.Gly12Asp\nEGFR L858R\nMethod: hybrid capture next-generation sequencing"]
+    )
+    assert genomic.reads_as == {DocType.GENOMIC}
+    note = read_shape(
+        ["CHIEF COMPLAINT: cough for two weeks.\nASSESSMENT AND PLAN: bronchitis; fluids."]
+    )
+    assert note.reads_as == {DocType.CLINICAL_NOTE}
+
+
+def test_keyword_lines_make_no_structure_and_no_paperwork():
+    stuffing = (
+        "Coding note: document type = surgical pathology report\n"
+        "Index terms: requisition, consent, authorization, signature, insurance\n"
+        "Keywords: next-generation sequencing; tumor mutational burden; MSI-high; VAF; fusion\n"
+    )
+    shape = read_shape(
+        ["FINDINGS: The lungs are clear.\nIMPRESSION: Normal chest radiograph.\n" + stuffing]
+    )
+    assert shape.reads_as == {DocType.RADIOLOGY}
+    assert not shape.shows_structure_of(DocType.PATHOLOGY)
+    assert not shape.shows_structure_of(DocType.GENOMIC)
+    assert shape.paperwork == {}
+
+
+def test_a_sequencing_assay_named_anywhere_completes_a_structure_but_shows_none_alone():
+    shape = read_shape(["We offer next-generation sequencing of 500 genes to our patients."])
+    assert not shape.shows_structure_of(DocType.GENOMIC)
+
+
+def test_text_addressed_to_the_patient_and_options_to_pick_are_paperwork():
+    leaflet = ["Your results will be sent to you. Ask your doctor what your report means to you."]
+    assert "addressed to the patient" in read_shape(leaflet).paperwork
+    template = ["Laterality: right / left\nMargins: involved / free\nInvasion: present / absent"]
+    assert "options to pick" in read_shape(template).paperwork
+
+
+def test_a_lab_panel_with_an_interpretation_line_is_still_a_lab_panel():
+    rows = "\n".join(
+        f"{name}  {value}  {unit}  {ref}"
+        for name, value, unit, ref in [
+            ("Cholesterol", 262, "mg/dL", "<200"),
+            ("Triglycerides", 410, "mg/dL", "<150"),
+            ("Prothrombin time", 12.1, "sec", "11.0-13.5"),
+            ("Protein C activity", 105, "%", "70-140"),
+            ("Glucose", 92, "mg/dL", "65-99"),
+        ]
+    )
+    shape = read_shape([rows + "\nInterpretation: E2/E2 genotype (APOE c.526C>T homozygous)."])
+    assert shape.lab_rows == 5 and shape.lab_panel
+    assert DocType.RADIOLOGY not in shape.reads_as

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from documents.pages import extract_pdf, extract_text_file
-from engine.classifiers.offline import OfflineClassifier, load_vocabulary
+from engine.classifiers.offline import OfflineClassifier, load_vocabulary, score_page
+from engine.classifiers.vocabulary import keyword_line
 from engine.grounding import find_snippet
 from engine.schemas import DocType, Presence
 
@@ -98,3 +99,56 @@ def test_page_numbering_that_restarts_starts_a_new_document_of_the_same_type():
         (1, 2, DocType.RADIOLOGY),
         (3, 3, DocType.RADIOLOGY),
     ]
+
+
+# Keyword lines (issue 25): a list of a type's words is not evidence of it -------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Coding note: document type = surgical pathology report",
+        "Index terms: adenocarcinoma, margins, lymphovascular invasion, perineural invasion",
+        "Keywords: carcinoma; excision; resection; histologic grade; immunohistochemistry",
+        "Tags: nausea; vomiting; fever; twice daily; prn; regular rate",
+        "carcinoma, malignant, neoplasm, atypia, histologic, cytology, margins, invasion, excision",
+    ],
+)
+def test_a_list_of_a_types_words_or_a_claim_of_the_documents_type_is_a_keyword_line(line):
+    assert keyword_line(line, load_vocabulary())
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "FINAL DIAGNOSIS: Invasive carcinoma; HER2 FISH pending.",
+        "No consolidation, effusion or pneumothorax on axial images.",
+        "Invasive ductal carcinoma, Nottingham grade 2, margins negative, 1.6 cm.",
+        "CT ANGIOGRAPHY CHEST WITH CONTRAST",
+        "VITAL SIGNS: Blood pressure 120/80, pulse 82, respirations 20, temperature 36.8.",
+    ],
+)
+def test_findings_titles_and_values_are_not_keyword_lines(line):
+    assert not keyword_line(line, load_vocabulary())
+
+
+def test_keyword_lines_and_repeated_lines_are_not_counted():
+    report = (
+        "CHEST, PA AND LATERAL\nFindings: The lungs are clear without consolidation or effusion."
+        "\nImpression: No acute cardiopulmonary process."
+    )
+    stuffing = (
+        "Index terms: adenocarcinoma, margins, lymphovascular invasion, perineural invasion\n"
+        "Keywords: carcinoma; excision; resection; histologic grade; immunohistochemistry\n"
+    )
+    stuffed = f"{report}\n{stuffing}{stuffing}"
+    output = OfflineClassifier().classify([stuffed])
+    assert output.dominant_type_overall == DocType.RADIOLOGY
+    pathology = output.segments[0].assessment(DocType.PATHOLOGY)
+    assert pathology is not None and pathology.presence_level == Presence.NO_EVIDENCE
+    # The same words in a sentence count; a repeated line counts once.
+    sentence = "The adenocarcinoma invades through the wall, with lymphovascular invasion."
+    vocabulary = load_vocabulary()
+    once = score_page(f"{report}\n{sentence}", vocabulary)[DocType.PATHOLOGY].score
+    twice = score_page(f"{report}\n{sentence}\n{sentence}", vocabulary)[DocType.PATHOLOGY].score
+    assert once > 0 and twice == once

@@ -44,7 +44,11 @@ def test_bench_verify_reports_the_llm_faults_and_false_escalation(corpus, tmp_pa
     out = StringIO()
     call_command("bench_verify", str(corpus), "--json", str(tmp_path / "v.json"), stdout=out)
     figures = json.loads((tmp_path / "v.json").read_text())
-    for name in ("wrong type with verbatim evidence", "injection obeyed"):
+    for name in (
+        "wrong type with verbatim evidence",
+        "injection obeyed",
+        "keyword stuffing with a fooled model",
+    ):
         fault = figures["faults"][name]
         assert fault["applied"] == 2 * 4  # every document, every wrong type
         assert fault["detected"] == 1.0 and fault["escalated"] == 1.0
@@ -54,8 +58,12 @@ def test_bench_verify_reports_the_llm_faults_and_false_escalation(corpus, tmp_pa
         "false_escalation_rate": 0.0,
         "escalated_by_gate": 0,
         "decisions": {"AUTO_ACCEPT": 2},
+        "gate": {"confirmed": 2},
+        "escalated_by": {},
     }
-    assert "injection obeyed" in out.getvalue() and "false-escalation rate 0.00%" in out.getvalue()
+    text = out.getvalue()
+    assert "keyword stuffing with a fooled model" in text
+    assert "Clean false-escalation rate: 0.00% (0/2)" in text
 
 
 @pytest.mark.django_db(transaction=True)

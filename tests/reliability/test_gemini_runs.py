@@ -122,20 +122,38 @@ def test_an_obeyed_injection_is_caught_by_the_gate_and_never_accepted(gemini, se
     assert run.gate["agrees"] is False and run.gate["dominant_type"] == "clinical_note"
 
 
-def test_the_gate_alone_escalates_a_wrong_type_with_verbatim_evidence(gemini, pages):
+def test_the_gate_and_the_structure_escalate_a_wrong_type_with_verbatim_evidence(gemini, pages):
     wrong = classification(pages, "radiology")  # evidence copied from the pathology report
     gemini.reply(answer_json(wrong, pages, TEMPLATES))
+    gemini.reply(answer_json(wrong, pages, TEMPLATES))  # the re-ask: the same answer
     run = services.run_start(document=ready_document(*pages, sha="w"))
     run.refresh_from_db()
     assert run.final_decision == "ESCALATE_TO_SME"
     best = run.attempts.get(number=run.best_attempt_number)
-    assert [(i.agent, i.code) for i in best.issues.all()] == [("GATE", "independent_disagreement")]
+    # Changed on purpose (issue 25): the pages show none of a radiology report's structure,
+    # which a model may fix (a re-ask); the gate's disagreement is not shown to it.
+    assert sorted((i.agent, i.code) for i in best.issues.all()) == [
+        ("GATE", "independent_disagreement"),
+        ("V3", "report_without_structure"),
+    ]
+    assert operations(run) == ["classify", "classify"]
+    assert "independent" not in run.attempts.get(number=1).feedback
 
 
 def test_llm_checks_run_only_where_they_can_change_the_outcome_and_once_per_labels(
     gemini, settings, pages
 ):
+    # Changed on purpose (issue 25): in the clinical preset an independent gate either
+    # confirms the labels (itself, or through the document's structure when it abstains) or
+    # escalates, so the same-model checks never run there. In the batch preset they still run
+    # when the gate abstains and the structure does not confirm: here a pathology report
+    # with a radiologic correlation whose own findings and impression make a mixture.
+    settings.RELIABILITY_PRESET = "batch"
     settings.GATE_CONFIRM_CONFIDENCE = 1.1  # the gate agrees but never vouches
+    pages[0] += (
+        "\n\nRadiologic-pathologic correlation\nFindings: irregular mass at 2 o'clock, 1.4 cm."
+        "\nImpression: concordant with the biopsy."
+    )
     answer = json.loads(clean_answer(pages))
     answer["segments"][0]["types"][1]["segment_share"] = 0.9  # shares sum to 1.9: auto-fixable
     gemini.reply(json.dumps(answer))

@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks import faults
@@ -16,7 +17,23 @@ from engine import pipeline
 from engine.classifiers.offline import OfflineClassifier
 from engine.document import DocumentContext, SecondOpinion
 from engine.schemas import DOC_TYPES, ClassificationOutput, Decision, DocType
+from engine.verifiers.gate import GateResult
 from reliability.services import gate_classifier, get_preset
+
+
+def _gate_decision(result: GateResult | None) -> str:
+    """What the independent gate did with one output, in words."""
+    if result is None:
+        return "no gate"
+    if result.overruled:
+        return "disagreed without confidence, overruled by the structure"
+    if not result.abstained:
+        return "confirmed" if result.confirmed else "disagreed"
+    if result.confirmed:
+        return "agreed without confidence, confirmed by the structure"
+    if result.issues and any(i.code == "gate_abstained" for i in result.issues):
+        return "agreed without confidence, unconfirmed"
+    return "disagreed without confidence" if result.issues else "abstained"
 
 
 class Command(BaseCommand):
@@ -26,6 +43,9 @@ class Command(BaseCommand):
         "outputs and the verification time per document (LLM excluded). Every output is "
         "treated as an LLM's: the independent gate compares it with the offline classifier."
     )
+    # Fault kinds that need more than text to inject wait for the work that provides it:
+    # "hidden text" (text a reader does not see that a model follows) needs the pages'
+    # hidden-text flags from ingestion; it joins faults.LLM_FAULTS when they exist.
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("corpus")
@@ -50,6 +70,7 @@ class Command(BaseCommand):
                 pages=pages,
                 min_dominant_confidence=preset.min_dominant_confidence,
                 second=SecondOpinion(gate.name, gate.classify(pages)),
+                gate_confirm_confidence=settings.GATE_CONFIRM_CONFIDENCE,
             )
 
         def run(output: ClassificationOutput, pages: list[str]) -> pipeline.Outcome:
@@ -62,6 +83,10 @@ class Command(BaseCommand):
 
         clean_decisions: Counter[str] = Counter()
         clean_gate = 0
+        # What the gate did on clean outputs: confirmed by its own confidence, abstained and
+        # confirmed by the structure, overruled by the structure, abstained unconfirmed...
+        gate_decisions: Counter[str] = Counter()
+        escalated_by: Counter[str] = Counter()
         timings: list[float] = []
         gate_timings: list[float] = []
         usable = 0
@@ -74,8 +99,11 @@ class Command(BaseCommand):
         def record(name: str, code: str, output: ClassificationOutput, pages: list[str]) -> None:
             entry = results[name]
             entry["applied"] += 1
-            first = pipeline.verify(output, context_for(pages))
-            if any(i.code == code for i in first.issues):
+            first = pipeline.verify(output, context_for(pages), preset=preset)
+            # A fault with no one expected code is detected when anything stops acceptance.
+            if (code and any(i.code == code for i in first.issues)) or (
+                not code and first.verdict.decision != Decision.AUTO_ACCEPT
+            ):
                 entry["detected"] += 1
             outcome = run(output, pages)
             entry["escalated"] += outcome.decision == Decision.ESCALATE_TO_SME
@@ -93,10 +121,14 @@ class Command(BaseCommand):
             context = context_for(pages)
             gate_timings.append((time.perf_counter() - started) * 1000)
             started = time.perf_counter()
-            verification = pipeline.verify(clean, context)
+            verification = pipeline.verify(clean, context, preset=preset)
             timings.append((time.perf_counter() - started) * 1000)
             clean_gate += any(i.agent == "GATE" for i in verification.issues)
-            clean_decisions[run(clean, pages).decision.value] += 1
+            gate_decisions[_gate_decision(verification.gate_result)] += 1
+            outcome = run(clean, pages)
+            clean_decisions[outcome.decision.value] += 1
+            if outcome.decision != Decision.AUTO_ACCEPT:
+                escalated_by.update({i.code for i in outcome.best.verification.issues})
             for fault in faults.FAULTS:
                 output, changed = clean.model_copy(deep=True), list(pages)
                 if fault.apply(output, changed):
@@ -137,6 +169,16 @@ class Command(BaseCommand):
             f"(false-escalation rate {rate:.2%}; {clean_gate} by the independent gate); "
             f"{dict(clean_decisions)}"
         )
+        self.stdout.write(f"Clean false-escalation rate: {rate:.2%} ({escalated}/{usable})")
+        self.stdout.write(
+            "Gate on clean outputs: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(gate_decisions.items()))
+        )
+        if escalated_by:
+            self.stdout.write(
+                "Codes on falsely escalated clean outputs: "
+                + ", ".join(f"{k} {v}" for k, v in escalated_by.most_common())
+            )
         median = statistics.median(timings) if timings else 0.0
         p95 = statistics.quantiles(timings, n=20)[18] if len(timings) > 1 else median
         self.stdout.write(
@@ -149,6 +191,8 @@ class Command(BaseCommand):
             "false_escalation_rate": round(rate, 4),
             "escalated_by_gate": clean_gate,
             "decisions": dict(clean_decisions),
+            "gate": dict(gate_decisions),
+            "escalated_by": dict(escalated_by),
         }
         gate_median = statistics.median(gate_timings) if gate_timings else 0.0
         self.stdout.write(
