@@ -11,7 +11,6 @@ Pure module: no Django.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 from engine.boundaries import CUT_SCORE, DESCRIPTIONS, BoundaryReader
