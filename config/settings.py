@@ -417,6 +417,9 @@ AXES_IPWARE_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0) or None
 AXES_IPWARE_META_PRECEDENCE_ORDER = (
     ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if AXES_IPWARE_PROXY_COUNT else ["REMOTE_ADDR"]
 )
+# API tokens expire this many days after they are made (manage.py create_api_token --days
+# may choose fewer). There is no "never": a token forgotten in a script must stop by itself.
+API_TOKEN_DAYS = env_int("API_TOKEN_DAYS", 90, minimum=1)
 # JSON API request bodies: at most this many bytes and this deep (nested objects and lists).
 API_JSON_MAX_BYTES = env_int("API_JSON_MAX_BYTES", 1024 * 1024, minimum=1024)
 API_JSON_MAX_DEPTH = env_int("API_JSON_MAX_DEPTH", 20, minimum=2)

@@ -142,6 +142,12 @@ class VettedOIDCBackend(OIDCAuthenticationBackend):
 
     get_settings = staticmethod(oidc_setting)
 
+    def get_user(self, user_id: Any) -> Any:
+        """The session's user, only while active (as ModelBackend answers): the library's own
+        get_user would keep a deactivated user's sessions working."""
+        user = super().get_user(user_id)
+        return user if user is not None and self.user_can_authenticate(user) else None
+
     @property
     def issuer(self) -> str:
         if settings.OIDC_OP_ISSUER:

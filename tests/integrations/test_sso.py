@@ -74,6 +74,15 @@ def test_a_clinician_signs_in_through_the_provider_and_becomes_a_reviewer(live_s
     assert browser.get(f"{live_server.url}/review/export/", timeout=30).status_code == 403
 
 
+def test_a_deactivated_users_single_sign_on_session_stops_at_once(live_server, provider):
+    """The library's backend would load an inactive user from the session; ours does not."""
+    browser, response = sign_in(live_server)
+    assert "Review queue" in response.text
+    get_user_model().objects.filter(username="rokafor").update(is_active=False)
+    again = browser.get(f"{live_server.url}/review/", timeout=30)
+    assert urlsplit(again.url).path == "/accounts/login/"
+
+
 def test_the_role_follows_the_providers_groups_at_every_sign_in(live_server, provider):
     sign_in(live_server)
     provider.user["groups"] = ["vetted-admins"]
