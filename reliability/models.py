@@ -305,7 +305,9 @@ class TrainedClassifierModel(models.Model):
     active = models.BooleanField(default=False)
     activated_at = models.DateTimeField(null=True, blank=True)
     decision = models.TextField(blank=True)  # why it was or was not activated
-    blob = models.BinaryField()  # engine.classifiers.trained.dump: signed, loaded only if ours
+    # engine.classifiers.trained.dump: JSON and numeric arrays (never a pickle), signed; loaded
+    # only if ours
+    blob = models.BinaryField()
     blob_sha256 = models.CharField(max_length=64)
 
     class Meta:
