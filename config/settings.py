@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -341,6 +342,20 @@ WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 10.0)
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 10, minimum=1)
 WEBHOOK_BACKOFF_SECONDS = env_float("WEBHOOK_BACKOFF_SECONDS", 30.0)
 WEBHOOK_MAX_BACKOFF_SECONDS = env_float("WEBHOOK_MAX_BACKOFF_SECONDS", 3600.0)
+# Webhooks go to public addresses only; these networks (CIDR, comma-separated) are allowed too,
+# e.g. a hospital's internal receivers: WEBHOOK_ALLOWED_NETWORKS=10.20.0.0/16,fd12:3456::/48.
+WEBHOOK_ALLOWED_NETWORKS = env_list("WEBHOOK_ALLOWED_NETWORKS", [])
+for _network in WEBHOOK_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=True)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(f"WEBHOOK_ALLOWED_NETWORKS: {_exc}.") from None
+# The headers of Vetted's first signature scheme (Vetted-Signature ...) beside the Standard
+# Webhooks ones, for receivers that have not moved yet; removed in the next release.
+WEBHOOK_LEGACY_HEADERS = env_bool("WEBHOOK_LEGACY_HEADERS", True)
+# Certificates (a PEM file) trusted for https receivers instead of the usual public ones: for a
+# receiver whose certificate a hospital's own authority signed.
+WEBHOOK_CA_BUNDLE = env_str("WEBHOOK_CA_BUNDLE")
 
 # Clinician review.
 REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 15, minimum=1)
