@@ -1,4 +1,5 @@
-"""Webhook endpoints and their deliveries; the identity-provider subject of SSO users."""
+"""Webhook endpoints and their deliveries; the identity-provider subject of SSO users; the
+accounts and groups the identity provider provisions through SCIM."""
 
 from __future__ import annotations
 
@@ -123,3 +124,50 @@ class SsoIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} @ {self.issuer}"
+
+
+def new_scim_id() -> str:
+    return uuid.uuid4().hex
+
+
+class ScimUser(models.Model):
+    """An account the identity provider provisions through SCIM 2.0: the id Vetted gave it
+    (``scim_id``), the provider's own id for the person (``external_id``) and its userName.
+    The account itself is the Django user; an account SCIM deletes keeps its user (the audit
+    log names it) and loses this row."""
+
+    scim_id = models.CharField(max_length=32, unique=True, default=new_scim_id, editable=False)
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="scim_user"
+    )
+    external_id = models.CharField(max_length=255, blank=True, db_index=True)
+    user_name = models.CharField(max_length=255, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "SCIM user"
+        ordering = ["user_name"]
+
+    def __str__(self) -> str:
+        return self.user_name
+
+
+class ScimGroup(models.Model):
+    """A group the identity provider pushes through SCIM, with its members. Its name decides
+    the role it gives (OIDC_REVIEWERS_GROUPS, OIDC_ADMINS_GROUPS: integrations.identity); it
+    is not a Django group and carries no permission of its own."""
+
+    scim_id = models.CharField(max_length=32, unique=True, default=new_scim_id, editable=False)
+    external_id = models.CharField(max_length=255, blank=True, db_index=True)
+    display_name = models.CharField(max_length=255, unique=True)
+    members = models.ManyToManyField(ScimUser, related_name="groups", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "SCIM group"
+        ordering = ["display_name"]
+
+    def __str__(self) -> str:
+        return self.display_name
