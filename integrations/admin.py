@@ -10,7 +10,14 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from integrations import destinations, services, signing
-from integrations.models import SUBSCRIBABLE, SsoIdentity, WebhookDelivery, WebhookEndpoint
+from integrations.models import (
+    SUBSCRIBABLE,
+    ScimGroup,
+    ScimUser,
+    SsoIdentity,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 
 
 class WebhookEndpointForm(forms.ModelForm):
@@ -139,4 +146,43 @@ class SsoIdentityAdmin(admin.ModelAdmin):
     readonly_fields = ("user", "issuer", "subject", "last_login_at")
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ScimUser)
+class ScimUserAdmin(admin.ModelAdmin):
+    """What the identity provider provisioned (read-only: the provider changes it)."""
+
+    list_display = ("user_name", "user", "external_id", "active", "updated_at")
+    search_fields = ("user_name", "external_id", "=scim_id")
+    list_select_related = ("user",)
+    readonly_fields = ("scim_id", "user", "user_name", "external_id", "created_at", "updated_at")
+
+    @admin.display(boolean=True)
+    def active(self, obj: ScimUser) -> bool:
+        return bool(obj.user.is_active)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ScimGroup)
+class ScimGroupAdmin(admin.ModelAdmin):
+    """Groups the identity provider pushes; their names give roles (OIDC_*_GROUPS)."""
+
+    list_display = ("display_name", "external_id", "member_count", "updated_at")
+    search_fields = ("display_name", "external_id")
+    readonly_fields = ("scim_id", "display_name", "external_id", "members", "created_at")
+
+    @admin.display(description="Members")
+    def member_count(self, obj: ScimGroup) -> int:
+        return obj.members.count()
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

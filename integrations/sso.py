@@ -12,7 +12,11 @@ What Vetted adds to the library:
   JSON ``true``, nothing else), and never a superuser's account: a superuser signs in with
   its password, never through the provider (docs/security.md);
 - the groups claim decides the role at every sign-in: Reviewers, Admins (with staff status),
-  both, or none, in which case the sign-in is refused with a message.
+  both, or none, in which case the sign-in is refused with a message (the mapping is
+  integrations.identity's, shared with SCIM);
+- an account provisioned through SCIM is the one its person signs in to the first time: its
+  externalId equals the ID-token claim named by SCIM_SSO_CLAIM;
+- a session loads only while its user is active.
 """
 
 from __future__ import annotations

@@ -82,7 +82,10 @@ def provider_settings(settings, roles) -> None:
 
 
 def scim(method: str, path: str, body: Any = None, *, token: str | None = TOKEN) -> Any:
-    client = Client(headers={"Authorization": f"Bearer {token}"} if token else None)
+    """A request as the provider makes it: its bearer token, no session, no CSRF token."""
+    client = Client(
+        enforce_csrf_checks=True, headers={"Authorization": f"Bearer {token}"} if token else None
+    )
     if method == "get":
         response: Any = client.get(f"/scim/v2/{path}")
     else:
@@ -490,3 +493,13 @@ def test_a_malformed_patch_is_a_scim_400():
         },
     )
     assert unknown.status_code == 400 and "No such user" in unknown.body["detail"]
+
+
+def test_a_superuser_reads_what_was_provisioned_in_admin(superuser):
+    user_id = scim("post", "Users", OKTA_USER).body["id"]
+    scim("post", "Groups", {"displayName": "vetted-clinicians", "members": [{"value": user_id}]})
+    client = signed_in(superuser)
+    users = client.get("/admin/integrations/scimuser/").content.decode()
+    groups = client.get("/admin/integrations/scimgroup/").content.decode()
+    assert "rita.okafor@hospital.example" in users and "00ujl29u0le5T6Aj10h7" in users
+    assert "vetted-clinicians" in groups
