@@ -19,7 +19,9 @@ VIEW_PERMISSION = "documents.view_document"
 
 
 class bearer(HttpBearer):
-    """A valid, unrevoked token of an active user; the request then acts as that user."""
+    """A valid, unrevoked, unexpired token of an active user who holds a role; the request
+    then acts as that user. Every request checks all of it again: a token stops at once when
+    it expires, when its user is deactivated, and when its user loses its role."""
 
     def __call__(self, request: HttpRequest) -> Any:
         header = request.headers.get("Authorization", "")
@@ -30,9 +32,7 @@ class bearer(HttpBearer):
         return self.authenticate(request, header[7:].strip())
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        found = api_token_authenticate(key=token)
-        if found is None:
-            raise Refused(status=401, message="The API token is not valid (unknown or revoked).")
+        found = api_token_authenticate(key=token)  # Refused (401) when not live
         request.user = found.user
         # The same roles as the browser: documents are patient data.
         if not found.user.has_perm(VIEW_PERMISSION):
@@ -40,6 +40,7 @@ class bearer(HttpBearer):
                 status=403,
                 message="This token's user has no role (Reviewers or Admins): ask an "
                 "administrator.",
+                code="no_role",
             )
         return found.user
 

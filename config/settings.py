@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -41,6 +43,7 @@ INSTALLED_APPS = [
     "django_rq",
     "core",
     "mozilla_django_oidc",
+    "django_scim",
     "documents",
     "reliability",
     "review",
@@ -130,6 +133,18 @@ OIDC_ADMINS_GROUPS = env_list("OIDC_ADMINS_GROUPS", ["Admins"])
 OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")
 OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
 LOGIN_REDIRECT_URL_FAILURE = "login"
+# SCIM 2.0 provisioning (/scim/v2/, django-scim2): the identity provider creates, updates and
+# deactivates accounts and sets group memberships (the groups above decide the roles). Its
+# bearer token is not stored, only its SHA-256 (manage.py create_scim_token prints both);
+# several, comma-separated, during a rotation. Unset: every SCIM request is refused.
+SCIM_TOKEN_SHA256 = [h.lower() for h in env_list("SCIM_TOKEN_SHA256", [])]
+for _digest in SCIM_TOKEN_SHA256:
+    if len(_digest) != 64 or any(c not in "0123456789abcdef" for c in _digest):
+        raise ImproperlyConfigured("SCIM_TOKEN_SHA256 holds SHA-256 digests (64 hex digits).")
+# The ID-token claim that equals a provisioned account's SCIM externalId: how an account SCIM
+# made meets its first single sign-on (Okta: sub; Entra ID: oid, with externalId mapped to
+# objectId).
+SCIM_SSO_CLAIM = env_str("SCIM_SSO_CLAIM", "sub")
 # Local (password) accounts; 0 leaves single sign-on as the only way in.
 LOCAL_LOGIN = env_bool("LOCAL_LOGIN", True)
 if not LOCAL_LOGIN and not OIDC_ENABLED:
@@ -160,6 +175,28 @@ WHITENOISE_USE_FINDERS = True
 
 # Where this Vetted is reached; exported links (FHIR attachment URLs) start with it.
 SITE_URL = env_str("SITE_URL", "http://localhost:8000").rstrip("/")
+# django-scim2: the SCIM views over integrations' SCIM tables and rules (integrations.scim).
+SCIM_SERVICE_PROVIDER = {
+    "SCHEME": urlsplit(SITE_URL).scheme,
+    "NETLOC": urlsplit(SITE_URL).netloc,
+    "AUTHENTICATION_SCHEMES": [
+        {
+            "type": "oauthbearertoken",
+            "name": "Bearer token",
+            "description": "The token whose SHA-256 is in SCIM_TOKEN_SHA256.",
+            "primary": True,
+        }
+    ],
+    "USER_MODEL_GETTER": "integrations.scim_filters.scim_user_model",
+    "USER_ADAPTER": "integrations.scim.ScimUserAdapter",
+    "USER_FILTER_PARSER": "integrations.scim_filters.ScimUserFilter",
+    "GROUP_MODEL": "integrations.models.ScimGroup",
+    "GROUP_ADAPTER": "integrations.scim.ScimGroupAdapter",
+    "GROUP_FILTER_PARSER": "integrations.scim_filters.ScimGroupFilter",
+    "AUTH_CHECK_MIDDLEWARE": "integrations.scim.ScimBearerAuth",
+    "SERVICE_PROVIDER_CONFIG_MODEL": "integrations.scim.ServiceProviderConfig",
+    "WWW_AUTHENTICATE_HEADER": 'Bearer realm="scim"',
+}
 
 MEDIA_URL = "media/"  # never served publicly: documents are patient data
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or BASE_DIR / "var" / "media")
@@ -341,6 +378,20 @@ WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 10.0)
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 10, minimum=1)
 WEBHOOK_BACKOFF_SECONDS = env_float("WEBHOOK_BACKOFF_SECONDS", 30.0)
 WEBHOOK_MAX_BACKOFF_SECONDS = env_float("WEBHOOK_MAX_BACKOFF_SECONDS", 3600.0)
+# Webhooks go to public addresses only; these networks (CIDR, comma-separated) are allowed too,
+# e.g. a hospital's internal receivers: WEBHOOK_ALLOWED_NETWORKS=10.20.0.0/16,fd12:3456::/48.
+WEBHOOK_ALLOWED_NETWORKS = env_list("WEBHOOK_ALLOWED_NETWORKS", [])
+for _network in WEBHOOK_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=True)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(f"WEBHOOK_ALLOWED_NETWORKS: {_exc}.") from None
+# The headers of Vetted's first signature scheme (Vetted-Signature ...) beside the Standard
+# Webhooks ones, for receivers that have not moved yet; removed in the next release.
+WEBHOOK_LEGACY_HEADERS = env_bool("WEBHOOK_LEGACY_HEADERS", True)
+# Certificates (a PEM file) trusted for https receivers instead of the usual public ones: for a
+# receiver whose certificate a hospital's own authority signed.
+WEBHOOK_CA_BUNDLE = env_str("WEBHOOK_CA_BUNDLE")
 
 # Clinician review.
 REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 15, minimum=1)
@@ -426,6 +477,9 @@ AXES_IPWARE_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0) or None
 AXES_IPWARE_META_PRECEDENCE_ORDER = (
     ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if AXES_IPWARE_PROXY_COUNT else ["REMOTE_ADDR"]
 )
+# API tokens expire this many days after they are made (manage.py create_api_token --days
+# may choose fewer). There is no "never": a token forgotten in a script must stop by itself.
+API_TOKEN_DAYS = env_int("API_TOKEN_DAYS", 90, minimum=1)
 # JSON API request bodies: at most this many bytes and this deep (nested objects and lists).
 API_JSON_MAX_BYTES = env_int("API_JSON_MAX_BYTES", 1024 * 1024, minimum=1024)
 API_JSON_MAX_DEPTH = env_int("API_JSON_MAX_DEPTH", 20, minimum=2)

@@ -16,6 +16,7 @@ from django.views.generic import RedirectView
 
 from api.urls import urls as api_urls
 from documents import urls as documents_urls
+from integrations import scim
 from integrations.sso import VettedLoginView, admin_login
 from reliability import urls as reliability_urls
 from review import urls as review_urls
@@ -72,6 +73,8 @@ urlpatterns = [
     path("accounts/login/", login_not_required(VettedLoginView.as_view()), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("oidc/", include("integrations.urls")),
+    # SCIM 2.0 for the identity provider (its bearer token, no session).
+    path("scim/v2/", include((scim.urlpatterns(), "scim"))),
     path("admin/login/", login_not_required(admin_login)),
     path("admin/", admin.site.urls),
     path(

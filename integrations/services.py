@@ -1,5 +1,7 @@
-"""Webhooks: record an event for every endpoint that wants it, deliver it signed, retry with
-exponential backoff, and keep the log (status, attempts, response code, last error).
+"""Webhooks: record an event for every endpoint that wants it, deliver it signed (Standard
+Webhooks) to an allowed destination, retry with exponential backoff, and keep the log (status,
+attempts, response code, time taken, and a code and reason of our own when a try failed: never
+the receiver's answer, which could be an internal page the admin is not meant to read).
 
 Upstream apps (documents, reliability, review) call ``event_emit`` inside the transaction
 that makes the change: the deliveries are written with it (an event exists if and only if
@@ -15,7 +17,9 @@ import logging
 import random
 import time
 import uuid
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from http import HTTPStatus
 from typing import Any
 
 import requests
@@ -24,7 +28,7 @@ from django.utils import timezone
 
 from core import jobs
 from core.events import Event
-from integrations import signing
+from integrations import destinations, signing
 from integrations.jobs import DELIVERY
 from integrations.models import WebhookDelivery, WebhookEndpoint
 
@@ -121,61 +125,124 @@ def backoff_seconds(attempts: int) -> float:
     return float(delay * random.uniform(0.8, 1.2))
 
 
-def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
-    """(HTTP status or None, error or ""). Redirects are not followed: a receiver that moved
-    must be updated in the admin, not silently chased."""
+@dataclass(frozen=True)
+class Outcome:
+    """What one try gave: the receiver's status code (its body is never kept), how long it
+    took, and a code and a short reason of our own when it failed."""
+
+    response_code: int | None = None
+    error_code: str = ""
+    error: str = ""
+    duration_ms: int | None = None
+    final: bool = False  # not worth trying again (a refused destination)
+
+
+def _failed_status(code: int) -> str:
+    try:
+        return f"HTTP {code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return f"HTTP {code}"
+
+
+def _post(delivery: WebhookDelivery) -> Outcome:
+    """POST one delivery, signed, to the address its URL resolves to now (checked, then
+    connected to: integrations.destinations). Redirects are not followed: a receiver that
+    moved must be updated in the admin, not silently chased."""
+    endpoint = delivery.endpoint
+    try:
+        destination = destinations.resolve(endpoint.url)
+    except destinations.DestinationRefused as refused:
+        final = refused.code == destinations.REFUSED
+        return Outcome(error_code=refused.code, error=refused.message, final=final)
     body = delivery.body.encode()
     timestamp = int(time.time())
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
-        signing.EVENT_HEADER: delivery.event,
-        signing.DELIVERY_HEADER: str(delivery.pk),
-        signing.TIMESTAMP_HEADER: str(timestamp),
-        signing.SIGNATURE_HEADER: signing.sign(
-            secret=delivery.endpoint.secret, timestamp=timestamp, body=body
+        "Host": destination.host_header,
+        **signing.standard_headers(
+            secret=endpoint.secret, msg_id=str(delivery.pk), timestamp=timestamp, body=body
         ),
     }
+    if settings.WEBHOOK_LEGACY_HEADERS:
+        headers.update(
+            signing.legacy_headers(
+                secret=endpoint.secret,
+                event=delivery.event,
+                delivery_id=str(delivery.pk),
+                timestamp=timestamp,
+                body=body,
+            )
+        )
+    started = time.monotonic()
+    outcome = Outcome(error_code="connection_failed", error="No address to connect to.")
+    with destinations.pinned_session(destination) as session:
+        for address in destination.addresses:  # the next one only if this one cannot connect
+            outcome = _send(session, destination.url_at(address), body, headers)
+            if outcome.error_code not in ("connection_failed", "connect_timeout"):
+                break
+    return replace(outcome, duration_ms=round((time.monotonic() - started) * 1000))
+
+
+def _send(session: requests.Session, url: str, body: bytes, headers: dict[str, str]) -> Outcome:
+    seconds = settings.WEBHOOK_TIMEOUT_SECONDS
     try:
-        with requests.post(
-            delivery.endpoint.url,
+        with session.post(
+            url,
             data=body,
             headers=headers,
-            timeout=settings.WEBHOOK_TIMEOUT_SECONDS,
+            timeout=seconds,
             allow_redirects=False,
-            stream=True,
+            stream=True,  # the answer's body is never read
+            verify=settings.WEBHOOK_CA_BUNDLE or True,
         ) as response:
-            if 200 <= response.status_code < 300:
-                return response.status_code, ""
-            # Keep a little of the receiver's answer for the log, never a whole page.
-            excerpt = next(response.iter_content(300), b"").decode("utf-8", "replace")
-            reason = f"HTTP {response.status_code} {response.reason or ''}".strip()
-            return response.status_code, f"{reason}: {excerpt}".strip(": ")[:500]
+            code = response.status_code
+            if 200 <= code < 300:
+                return Outcome(response_code=code)
+            return Outcome(response_code=code, error_code="http_status", error=_failed_status(code))
+    except requests.exceptions.SSLError:
+        reason = "The TLS handshake or the receiver's certificate failed."
+        return Outcome(error_code="tls_failed", error=reason)
+    except requests.exceptions.ConnectTimeout:
+        reason = f"No connection within {seconds:g} s."
+        return Outcome(error_code="connect_timeout", error=reason)
+    except requests.exceptions.Timeout:
+        reason = f"No answer within {seconds:g} s."
+        return Outcome(error_code="timeout", error=reason)
+    except requests.exceptions.ConnectionError:
+        reason = "The connection was refused or dropped."
+        return Outcome(error_code="connection_failed", error=reason)
     except requests.RequestException as exc:
-        return None, f"{type(exc).__name__}: {exc}"[:500]
+        return Outcome(
+            error_code="request_failed", error=f"The request failed ({type(exc).__name__})."
+        )
 
 
 def delivery_attempt(*, delivery_id: str) -> WebhookDelivery | None:
-    """Send one due delivery and record the outcome: delivered, failed after
-    WEBHOOK_MAX_ATTEMPTS tries, or retrying after a backoff (the recovery pass sends it again
-    when that has passed). None if it was not claimable (already sent, not yet due, or being
-    sent by a live worker elsewhere): running a job twice sends once."""
+    """Send one due delivery and record the outcome: delivered, failed (after
+    WEBHOOK_MAX_ATTEMPTS tries, or at once when its destination is refused), or retrying
+    after a backoff (the recovery pass sends it again when that has passed). None if it was
+    not claimable (already sent, not yet due, or being sent by a live worker elsewhere):
+    running a job twice sends once."""
     claim = jobs.claim(DELIVERY, delivery_id)
     if claim is None:
         return None
     delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
     with claim.heartbeat():
         if not delivery.endpoint.active:
-            code, error = None, "The endpoint is switched off."
-            final = True
+            outcome = Outcome(
+                error_code="endpoint_off", error="The endpoint is switched off.", final=True
+            )
         else:
-            code, error = _post(delivery)
-            final = delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS
+            outcome = _post(delivery)
+    final = outcome.final or delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS
     now = timezone.now()
-    delivery.response_code = code
-    delivery.last_error = error
+    delivery.response_code = outcome.response_code
+    delivery.last_error = outcome.error
+    delivery.error_code = outcome.error_code
+    delivery.duration_ms = outcome.duration_ms
     delivery.claimed_at = None
-    if not error:
+    if not outcome.error_code:
         delivery.status = WebhookDelivery.Status.SUCCEEDED
         delivery.delivered_at = now
         delivery.next_attempt_at = None
@@ -185,20 +252,30 @@ def delivery_attempt(*, delivery_id: str) -> WebhookDelivery | None:
     else:
         delivery.status = WebhookDelivery.Status.RETRYING
         delivery.next_attempt_at = now + timedelta(seconds=backoff_seconds(delivery.attempts))
-    fields = ("status", "response_code", "last_error", "claimed_at", "delivered_at")
-    outcome = {name: getattr(delivery, name) for name in (*fields, "next_attempt_at")}
-    if not claim.rows().update(**outcome):
+    fields = (
+        "status",
+        "response_code",
+        "last_error",
+        "error_code",
+        "duration_ms",
+        "claimed_at",
+        "delivered_at",
+        "next_attempt_at",
+    )
+    if not claim.rows().update(**{name: getattr(delivery, name) for name in fields}):
         # Its heartbeat went stale and another job took it over: that one's outcome stands.
         logger.warning("webhook delivery %s: outcome dropped, taken over", delivery.pk)
         delivery.refresh_from_db()
         return delivery
     logger.info(
-        "webhook delivery %s %s: %s after %s attempt(s) (code %s)",
+        "webhook delivery %s %s: %s after %s attempt(s) (code %s %s, %s ms)",
         delivery.pk,
         delivery.event,
         delivery.status,
         delivery.attempts,
-        code,
+        outcome.response_code,
+        outcome.error_code,
+        outcome.duration_ms,
     )
     return delivery
 

@@ -12,7 +12,11 @@ What Vetted adds to the library:
   JSON ``true``, nothing else), and never a superuser's account: a superuser signs in with
   its password, never through the provider (docs/security.md);
 - the groups claim decides the role at every sign-in: Reviewers, Admins (with staff status),
-  both, or none, in which case the sign-in is refused with a message.
+  both, or none, in which case the sign-in is refused with a message (the mapping is
+  integrations.identity's, shared with SCIM);
+- an account provisioned through SCIM is the one its person signs in to the first time: its
+  externalId equals the ID-token claim named by SCIM_SSO_CLAIM;
+- a session loads only while its user is active.
 """
 
 from __future__ import annotations
@@ -41,8 +45,8 @@ from mozilla_django_oidc.views import (
     OIDCAuthenticationRequestView,
 )
 
-from integrations.models import SsoIdentity
-from review.roles import ADMINS, REVIEWERS, ensure_roles
+from integrations.identity import roles_apply, roles_for_groups
+from integrations.models import ScimUser, SsoIdentity
 
 logger = logging.getLogger(__name__)
 
@@ -112,13 +116,7 @@ def roles_for(claims: dict[str, Any]) -> set[str]:
     groups = claim(claims, settings.OIDC_GROUPS_CLAIM)
     if isinstance(groups, str):
         groups = re.split(r"[\s,]+", groups)
-    names = {str(g) for g in groups or [] if g}
-    roles = set()
-    if names & set(settings.OIDC_REVIEWERS_GROUPS):
-        roles.add(REVIEWERS)
-    if names & set(settings.OIDC_ADMINS_GROUPS):
-        roles.add(ADMINS)
-    return roles
+    return roles_for_groups(str(g) for g in groups or [] if g)
 
 
 def _fail(request: HttpRequest | None, reason: str) -> None:
@@ -141,6 +139,12 @@ class VettedOIDCBackend(OIDCAuthenticationBackend):
         self.OIDC_RP_IDP_SIGN_KEY = None
 
     get_settings = staticmethod(oidc_setting)
+
+    def get_user(self, user_id: Any) -> Any:
+        """The session's user, only while active (as ModelBackend answers): the library's own
+        get_user would keep a deactivated user's sessions working."""
+        user = super().get_user(user_id)
+        return user if user is not None and self.user_can_authenticate(user) else None
 
     @property
     def issuer(self) -> str:
@@ -212,6 +216,9 @@ class VettedOIDCBackend(OIDCAuthenticationBackend):
                 _fail(self.request, "local_only")
                 raise SuspiciousOperation("A superuser's account signs in with its password.")
             return [identity.user]
+        provisioned = self._provisioned(claims)
+        if provisioned is not None:
+            return [provisioned]
         email = claims.get("email")
         # Exactly JSON true: a missing claim, "true", 1 and the like vouch for nothing.
         if email and claims.get("email_verified") is True:
@@ -219,6 +226,25 @@ class VettedOIDCBackend(OIDCAuthenticationBackend):
                 email__iexact=email, sso_identity__isnull=True, is_superuser=False
             )
         return self.UserModel.objects.none()
+
+    def _provisioned(self, claims: dict[str, Any]) -> Any:
+        """The account SCIM provisioned for this person, not yet linked to a subject: its
+        SCIM externalId equals the claim named by SCIM_SSO_CLAIM (``sub`` by default; Okta
+        sends its user id as both; with Entra ID, map externalId to objectId and set ``oid``).
+        Never a superuser's."""
+        value = claim(claims, settings.SCIM_SSO_CLAIM)
+        if not value or not isinstance(value, str | int):
+            return None
+        account = (
+            ScimUser.objects.select_related("user")
+            .filter(
+                external_id=str(value),
+                user__sso_identity__isnull=True,
+                user__is_superuser=False,
+            )
+            .first()
+        )
+        return account.user if account is not None else None
 
     def _username(self, claims: dict[str, Any]) -> str:
         wanted = str(claims.get("preferred_username") or "").strip()
@@ -239,11 +265,8 @@ class VettedOIDCBackend(OIDCAuthenticationBackend):
         user.first_name = (claims.get("given_name") or user.first_name)[:150]
         user.last_name = (claims.get("family_name") or user.last_name)[:150]
         roles = roles_for(claims)
-        user.is_staff = ADMINS in roles  # never a superuser here: filter_users_by_claims
         user.save()
-        groups = ensure_roles()
-        user.groups.remove(*[g for name, g in groups.items() if name not in roles])
-        user.groups.add(*[groups[name] for name in roles])
+        roles_apply(user, roles)  # never a superuser here: filter_users_by_claims
         SsoIdentity.objects.update_or_create(
             user=user, defaults={"issuer": self.issuer, "subject": str(claims["sub"])}
         )

@@ -3,6 +3,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.utils import timezone
 
 from core.admin import ReadOnlyAdmin
 from reliability.models import (
@@ -83,12 +85,65 @@ class ExtractionTemplateAdmin(ReadOnlyAdmin):
     list_filter = ("pack",)
 
 
+class ExpiredFilter(admin.SimpleListFilter):
+    title = "expiry"
+    parameter_name = "expiry"
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        return [("live", "Not expired"), ("expired", "Expired")]
+
+    def queryset(self, request: Any, queryset: QuerySet[ApiToken]) -> QuerySet[ApiToken]:
+        now = timezone.now()
+        if self.value() == "live":
+            return queryset.filter(expires_at__gt=now)
+        if self.value() == "expired":
+            return queryset.filter(expires_at__lte=now)
+        return queryset
+
+
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked")
-    list_filter = ("revoked",)
-    readonly_fields = ("user", "name", "key_hash", "prefix", "created_at", "last_used_at")
-    fields = ("user", "name", "prefix", "created_at", "last_used_at", "revoked")
+    list_display = (
+        "name",
+        "user",
+        "prefix",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "state",
+        "revoked",
+    )
+    list_filter = ("revoked", ExpiredFilter)
+    readonly_fields = (
+        "user",
+        "name",
+        "key_hash",
+        "prefix",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "state",
+    )
+    fields = (
+        "user",
+        "name",
+        "prefix",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "state",
+        "revoked",
+    )
+
+    @admin.display(description="State")
+    def state(self, obj: ApiToken) -> str:
+        if obj.revoked:
+            return "revoked"
+        if obj.expired():
+            return "expired"
+        if not obj.user.is_active:
+            return "user deactivated"
+        return "live"
 
     def has_add_permission(self, request: Any, obj: Any = None) -> bool:
         return False  # create tokens with manage.py create_api_token: the key is shown once

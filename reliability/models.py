@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -263,7 +265,9 @@ class Extraction(models.Model):
 
 
 class ApiToken(models.Model):
-    """A bearer token for the JSON API. Only its SHA-256 is stored; the key is shown once."""
+    """A bearer token for the JSON API. Only its SHA-256 is stored; the key is shown once.
+    Every token expires (``expires_at``, API_TOKEN_DAYS after it was made); it is revoked at
+    once when its user is deactivated, and refused while its user holds no role."""
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
@@ -273,10 +277,14 @@ class ApiToken(models.Model):
     prefix = models.CharField(max_length=8)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField()
     revoked = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+    def expired(self, now: Any = None) -> bool:
+        return self.expires_at <= (now or timezone.now())
 
 
 class TrainedClassifierModel(models.Model):
@@ -297,7 +305,9 @@ class TrainedClassifierModel(models.Model):
     active = models.BooleanField(default=False)
     activated_at = models.DateTimeField(null=True, blank=True)
     decision = models.TextField(blank=True)  # why it was or was not activated
-    blob = models.BinaryField()  # engine.classifiers.trained.dump: signed, loaded only if ours
+    # engine.classifiers.trained.dump: JSON and numeric arrays (never a pickle), signed; loaded
+    # only if ours
+    blob = models.BinaryField()
     blob_sha256 = models.CharField(max_length=64)
 
     class Meta:

@@ -504,23 +504,50 @@ def api_token_hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def api_token_create(*, user: Any, name: str) -> tuple[ApiToken, str]:
-    """A new token; the key is returned once and only its hash is stored."""
+def api_token_create(*, user: Any, name: str, days: int | None = None) -> tuple[ApiToken, str]:
+    """A new token that expires after ``days`` (API_TOKEN_DAYS by default, and never more);
+    the key is returned once and only its hash is stored."""
+    days = settings.API_TOKEN_DAYS if days is None else days
+    if not 1 <= days <= settings.API_TOKEN_DAYS:
+        raise ValueError(f"A token lasts 1 to {settings.API_TOKEN_DAYS} days (API_TOKEN_DAYS).")
     key = f"vt_{secrets.token_urlsafe(32)}"
     token = ApiToken.objects.create(
-        user=user, name=name, key_hash=api_token_hash(key), prefix=key[:8]
+        user=user,
+        name=name,
+        key_hash=api_token_hash(key),
+        prefix=key[:8],
+        expires_at=timezone.now() + timedelta(days=days),
     )
     return token, key
 
 
-def api_token_authenticate(*, key: str) -> ApiToken | None:
-    """The live token for this key (unrevoked, of an active user), marked as used; or None."""
+def api_token_authenticate(*, key: str) -> ApiToken:
+    """The live token for this key, marked as used. Refused (401, with a code) when it is
+    unknown or revoked (``token_invalid``), expired (``token_expired``) or its user is
+    deactivated (``user_inactive``). Whether the user holds a role is the caller's check."""
     token = (
         ApiToken.objects.select_related("user")
         .filter(key_hash=api_token_hash(key), revoked=False)
         .first()
     )
-    if token is None or not token.user.is_active:
-        return None
-    ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    if token is None:
+        raise Refused(
+            "The API token is not valid (unknown or revoked).", status=401, code="token_invalid"
+        )
+    now = timezone.now()
+    if token.expired(now):
+        raise Refused(
+            f"The API token {token.prefix}\u2026 expired on "
+            f"{token.expires_at:%Y-%m-%d %H:%M} UTC: ask an administrator for a new one.",
+            status=401,
+            code="token_expired",
+        )
+    if not token.user.is_active:
+        raise Refused("The API token's user is deactivated.", status=401, code="user_inactive")
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token
+
+
+def api_tokens_revoke(*, user: Any) -> int:
+    """Revoke every live token of ``user`` (its account was deactivated): how many."""
+    return ApiToken.objects.filter(user=user, revoked=False).update(revoked=True)

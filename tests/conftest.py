@@ -98,6 +98,13 @@ def fresh_llm_throttle() -> Iterator[None]:
     llm_runtime._local_throttle = None
 
 
+@pytest.fixture
+def loopback_webhooks(settings: Any) -> None:
+    """Webhook receivers in tests listen on 127.0.0.1, which Vetted refuses unless an admin
+    allows the network: tests that deliver to one allow loopback, and say so."""
+    settings.WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+
+
 # -- roles: one fixture per role, the same meaning everywhere ------------------------------------
 
 

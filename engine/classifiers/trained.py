@@ -2,16 +2,24 @@
 model whose probabilities are calibrated (CalibratedClassifierCV), so a confidence of 0.8 means
 about 8 in 10 such answers are right and the presets' thresholds mean what they say.
 
-``fit`` trains a ``TrainedModel`` from (text, label) pairs; ``dump``/``load`` store it as a
-signed blob (an HMAC over the pickled bytes with a key only Vetted holds), so only models Vetted
-wrote are ever unpickled. ``TrainedClassifier`` is an engine.protocols.Classifier: the offline
-classifier gives the segments and the verbatim evidence (a text classifier has no snippets to
-ground), and the trained model names each segment's type with its calibrated probability as
-the confidence. For a type the model saw too few examples of to learn (``MIN_TYPE_SUPPORT``),
-the rule-based answer stands; where the model and the rules disagree, the model's type is
-given only when it is sure (``OVERRIDE_CONFIDENCE``), and either way the rules, as the gate,
-send the run to a clinician. ``similar`` finds the nearest texts by the same features (the
-few-shot examples shown to the LLM).
+``fit`` trains with scikit-learn, then keeps only what predicting needs as plain arrays: each
+TF-IDF part's settings, vocabulary and idf weights (``Features``), and each calibrated member's
+coefficients, intercepts and sigmoid parameters (``CalibratedLinear``). Tests hold the arithmetic
+to scikit-learn's own ``transform`` and ``predict_proba``.
+
+``dump``/``load`` store a model as data that cannot run code when it is read: a zip holding
+``model.json`` (the settings, vocabularies, labels, version and training-data hash) and
+``arrays.npz`` (numbers only, read with ``allow_pickle=False``), signed with an HMAC under a key
+only Vetted holds. Older files were pickles: they are refused, never unpickled (retrain).
+
+``TrainedClassifier`` is an engine.protocols.Classifier: the offline classifier gives the
+segments and the verbatim evidence (a text classifier has no snippets to ground), and the
+trained model names each segment's type with its calibrated probability as the confidence. For
+a type the model saw too few examples of to learn (``MIN_TYPE_SUPPORT``), the rule-based answer
+stands; where the model and the rules disagree, the model's type is given only when it is sure
+(``OVERRIDE_CONFIDENCE``), and either way the rules, as the gate, send the run to a clinician.
+``similar`` finds the nearest texts by the same features (the few-shot examples shown to the
+LLM).
 
 Pure: no Django.
 """
@@ -21,7 +29,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import io
+import json
 import time
+import zipfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +50,14 @@ from engine.schemas import (
     SelfEvaluation,
 )
 
-FORMAT = b"VETTED-TRAINED-CLASSIFIER-1\n"
+FORMAT = b"VETTED-TRAINED-CLASSIFIER-2\n"
+# The first format was a pickle: recognised so that it can be refused with a reason.
+PICKLE_FORMAT = b"VETTED-TRAINED-CLASSIFIER-1\n"
+RETRAIN = (
+    "This model was stored as a pickle by an older Vetted; pickles are no longer loaded, "
+    "since reading one can run code. Retrain it: manage.py train_classifier."
+)
+MAX_MEMBER_BYTES = 512 * 1024 * 1024  # a model's arrays are tens of MB; refuse a zip bomb
 MAX_CHARS = 20_000  # the head of a long document says what it is; keeps training fast
 WORD_FEATURES = 40_000
 CHAR_FEATURES = 60_000
@@ -51,10 +68,13 @@ MIN_TYPE_SUPPORT = 8  # fewer training examples of a type than this: the rules d
 OVERRIDE_CONFIDENCE = 0.8
 CALIBRATION_FOLDS = 2  # two halves: each fits a model, the other half calibrates it
 SEED = 15
+# The TfidfVectorizer settings that shape its analyzer; stored with the model and used to
+# rebuild the same analyzer when it is loaded.
+ANALYZER_PARAMS = ("analyzer", "ngram_range", "lowercase", "token_pattern", "strip_accents")
 
 
 class UntrustedModel(ValueError):
-    """A model blob not signed with our key (or damaged): it is never unpickled."""
+    """A model file that is not ours, damaged, or in a format that is no longer read."""
 
 
 def _clip(text: str) -> str:
@@ -62,9 +82,9 @@ def _clip(text: str) -> str:
 
 
 def _analyzer(vectorizer: Any) -> Callable[[str], list[str]]:
-    """The fitted vectorizer's analyzer; for lower-cased character n-grams within word
-    boundaries of one length, the same n-grams as sklearn's ``char_wb`` without its per-gram
-    Python loop (the single-document path spends most of its time there)."""
+    """The vectorizer's analyzer; for lower-cased character n-grams within word boundaries of
+    one length, the same n-grams as sklearn's ``char_wb`` without its per-gram Python loop
+    (the single-document path spends most of its time there)."""
     n_min, n_max = vectorizer.ngram_range
     if not (
         vectorizer.analyzer == "char_wb"
@@ -100,10 +120,172 @@ def training_hash(records: Sequence[tuple[str, str, str]]) -> str:
     return digest.hexdigest()
 
 
+# -- the fitted model as arrays -------------------------------------------------------------------
+
+
+class TfidfPart:
+    """One fitted TfidfVectorizer (sublinear tf, idf, l2 norm) as its settings, vocabulary and
+    idf weights."""
+
+    def __init__(self, name: str, params: dict[str, Any], terms: list[str], idf: np.ndarray):
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        if len(terms) != len(idf) or idf.ndim != 1:
+            raise ValueError(f"feature part {name!r}: vocabulary and idf weights differ")
+        self.name = name
+        self.params = params
+        self.terms = terms
+        self.vocabulary = {term: index for index, term in enumerate(terms)}
+        if len(self.vocabulary) != len(terms):
+            raise ValueError(f"feature part {name!r}: a term appears twice")
+        self.idf = idf.astype(np.float64)
+        # An unfitted vectorizer with the same settings gives the same analyzer.
+        self.analyzer = _analyzer(
+            TfidfVectorizer(
+                **{**params, "ngram_range": tuple(params["ngram_range"])}  # JSON made it a list
+            )
+        )
+
+    @classmethod
+    def from_sklearn(cls, name: str, vectorizer: Any) -> TfidfPart:
+        if not (
+            vectorizer.sublinear_tf
+            and vectorizer.use_idf
+            and vectorizer.norm == "l2"
+            and not vectorizer.binary
+            and vectorizer.preprocessor is None
+            and vectorizer.tokenizer is None
+            and vectorizer.stop_words is None
+            and isinstance(vectorizer.analyzer, str)
+        ):
+            raise ValueError(f"feature part {name!r}: settings this format does not keep")
+        params = {key: getattr(vectorizer, key) for key in ANALYZER_PARAMS}
+        params["ngram_range"] = list(params["ngram_range"])
+        terms = [""] * len(vectorizer.vocabulary_)
+        for term, index in vectorizer.vocabulary_.items():
+            terms[int(index)] = term
+        return cls(name, params, terms, np.asarray(vectorizer.idf_, dtype=np.float64))
+
+    def weights(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """(column indices, l2-normalised weights) of one text."""
+        counts = Counter(self.analyzer(text))
+        known = np.array([self.vocabulary.get(t, -1) for t in counts], dtype=np.int64)
+        mask = known >= 0
+        if not mask.any():
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        idx = known[mask]
+        tf = 1.0 + np.log(np.array(list(counts.values()), dtype=np.float64)[mask])
+        values = tf * self.idf[idx]
+        values /= np.linalg.norm(values) or 1.0
+        return idx, values
+
+
+class Features:
+    """The TF-IDF parts side by side (as sklearn's FeatureUnion stacks them)."""
+
+    def __init__(self, parts: list[TfidfPart]):
+        self.parts = parts
+        self.width = sum(len(p.idf) for p in parts)
+
+    @classmethod
+    def from_sklearn(cls, union: Any) -> Features:
+        return cls([TfidfPart.from_sklearn(name, vec) for name, vec in union.transformer_list])
+
+    def row(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        indices: list[np.ndarray] = []
+        values: list[np.ndarray] = []
+        offset = 0
+        for part in self.parts:
+            idx, val = part.weights(text)
+            indices.append(idx + offset)
+            values.append(val)
+            offset += len(part.idf)
+        return np.concatenate(indices), np.concatenate(values)
+
+    def transform(self, texts: Sequence[str]) -> Any:
+        """A sparse matrix, one row per text: what sklearn's ``transform`` gives."""
+        from scipy.sparse import csr_matrix
+
+        rows = [self.row(_clip(t)) for t in texts]
+        indptr = np.cumsum([0] + [len(idx) for idx, _ in rows])
+        indices = np.concatenate([idx for idx, _ in rows]) if rows else np.zeros(0, np.int64)
+        data = np.concatenate([val for _, val in rows]) if rows else np.zeros(0)
+        return csr_matrix((data, indices, indptr), shape=(len(rows), self.width))
+
+
+@dataclass(frozen=True)
+class Member:
+    """One calibrated linear model: decision = X @ coef.T + intercept; the probability of the
+    class at ``positions[i]`` is 1 / (1 + exp(a[i] * decision[:, i] + b[i]))."""
+
+    coef: np.ndarray  # (calibrators, features)
+    intercept: np.ndarray  # (calibrators,)
+    positions: list[int]
+    a: np.ndarray
+    b: np.ndarray
+
+
+class CalibratedLinear:
+    """CalibratedClassifierCV(method="sigmoid") over linear models, as arrays: the mean of its
+    members' calibrated probabilities (sklearn's ``predict_proba``)."""
+
+    def __init__(self, classes: list[str], members: list[Member]):
+        if not members or len(classes) < 2:
+            raise ValueError("a calibrated model needs members and at least two classes")
+        for m in members:
+            width = len(m.positions)
+            if not (
+                m.coef.ndim == 2
+                and m.coef.shape[0] == width
+                and m.intercept.shape == m.a.shape == m.b.shape == (width,)
+                and all(0 <= p < len(classes) for p in m.positions)
+            ):
+                raise ValueError("a calibrated member's arrays do not fit together")
+        self.classes = classes
+        self.members = members
+
+    @classmethod
+    def from_sklearn(cls, calibrated: Any) -> CalibratedLinear:
+        classes = [str(c) for c in calibrated.classes_]
+        members = []
+        for pair in calibrated.calibrated_classifiers_:
+            estimator = pair.estimator
+            if len(classes) == 2:
+                positions = [1]  # one decision column: the probability of the second class
+            else:
+                positions = [classes.index(str(c)) for c in estimator.classes_]
+            members.append(
+                Member(
+                    coef=np.asarray(estimator.coef_, dtype=np.float64),
+                    intercept=np.asarray(estimator.intercept_, dtype=np.float64).ravel(),
+                    positions=positions,
+                    a=np.array([c.a_ for c in pair.calibrators], dtype=np.float64).ravel(),
+                    b=np.array([c.b_ for c in pair.calibrators], dtype=np.float64).ravel(),
+                )
+            )
+        return cls(classes, members)
+
+    def predict_proba(self, matrix: Any) -> np.ndarray:
+        k = len(self.classes)
+        total = np.zeros((matrix.shape[0], k))
+        for m in self.members:
+            decision = np.asarray(matrix @ m.coef.T) + m.intercept
+            proba = np.zeros_like(total)
+            proba[:, m.positions] = 1.0 / (1.0 + np.exp(m.a * decision + m.b))
+            if k == 2:
+                proba[:, 0] = 1.0 - proba[:, 1]
+            else:
+                norm = proba.sum(axis=1, keepdims=True)
+                proba = np.divide(proba, norm, out=np.full_like(proba, 1.0 / k), where=norm != 0)
+            proba[(proba > 1.0) & (proba <= 1.0 + 1e-5)] = 1.0
+            total += proba
+        return total / len(self.members)
+
+
 @dataclass
 class TrainedModel:
-    vectorizer: Any  # sklearn FeatureUnion of two TfidfVectorizers
-    classifier: Any  # sklearn CalibratedClassifierCV
+    vectorizer: Features
+    classifier: CalibratedLinear
     labels: list[str]
     support: dict[str, int]
     data_hash: str
@@ -115,76 +297,9 @@ class TrainedModel:
     def version(self) -> str:
         return self.data_hash[:12]
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("_fast", None)  # rebuilt from the fitted objects after loading
-        return state
-
-    def _fast_parts(self) -> Any:
-        """The fitted pieces as plain arrays, for predicting one document without sklearn's
-        per-call overhead (the same arithmetic as transform + predict_proba)."""
-        fast = self.__dict__.get("_fast")
-        if fast is None:
-            parts = []
-            for _name, vec in self.vectorizer.transformer_list:
-                parts.append((_analyzer(vec), vec.vocabulary_, vec.idf_.astype(np.float64)))
-            members = []
-            for member in self.classifier.calibrated_classifiers_:
-                estimator = member.estimator
-                index = [list(self.classifier.classes_).index(c) for c in estimator.classes_]
-                a = np.array([c.a_ for c in member.calibrators], dtype=np.float64)
-                b = np.array([c.b_ for c in member.calibrators], dtype=np.float64)
-                members.append(
-                    (estimator.coef_.astype(np.float64), estimator.intercept_, index, a, b)
-                )
-            fast = (parts, members)
-            self.__dict__["_fast"] = fast
-        return fast
-
-    def _fast_one(self, text: str) -> np.ndarray:
-        parts, members = self._fast_parts()
-        indices: list[np.ndarray] = []
-        values: list[np.ndarray] = []
-        offset = 0
-        for analyzer, vocabulary, idf in parts:
-            counts = Counter(analyzer(text))
-            known = np.array([vocabulary.get(t, -1) for t in counts], dtype=np.int64)
-            mask = known >= 0
-            if mask.any():
-                idx = known[mask]
-                tf = 1.0 + np.log(np.array(list(counts.values()), dtype=np.float64)[mask])
-                weights = tf * idf[idx]
-                weights /= np.linalg.norm(weights) or 1.0
-                indices.append(idx + offset)
-                values.append(weights)
-            offset += len(idf)
-        idx = np.concatenate(indices) if indices else np.zeros(0, dtype=np.int64)
-        val = np.concatenate(values) if values else np.zeros(0)
-        total = np.zeros(len(self.classifier.classes_))
-        for coef, intercept, index, a, b in members:
-            decision = coef[:, idx] @ val + intercept
-            proba = np.zeros(len(self.classifier.classes_))
-            proba[index] = 1.0 / (1.0 + np.exp(a * decision + b))
-            norm = proba.sum()
-            total += proba / norm if norm > 0 else 1.0 / len(proba)
-        return total / len(members)
-
     def probabilities(self, texts: Sequence[str]) -> list[dict[str, float]]:
-        classes = [str(c) for c in self.classifier.classes_]
-        if len(texts) == 1:
-            try:
-                row = self._fast_one(_clip(texts[0]))
-            except (AttributeError, ValueError, IndexError):
-                row = None  # another sklearn's internals: the general path below
-            if row is not None:
-                return [
-                    {
-                        lab: float(row[classes.index(lab)]) if lab in classes else 0.0
-                        for lab in self.labels
-                    }
-                ]
-        matrix = self.vectorizer.transform([_clip(t) for t in texts])
-        probs = self.classifier.predict_proba(matrix)
+        classes = self.classifier.classes
+        probs = self.classifier.predict_proba(self.vectorizer.transform(texts))
         return [
             {
                 label: float(row[classes.index(label)]) if label in classes else 0.0
@@ -212,6 +327,7 @@ class TrainedModel:
 def nearest(
     vectorizer: Any, text: str, candidates: Sequence[tuple[Any, str]], *, k: int = 3
 ) -> list[tuple[Any, float]]:
+    """``vectorizer``: a model's Features or a fitted sklearn vectorizer (``transform``)."""
     if not candidates or k <= 0:
         return []
     from sklearn.preprocessing import normalize
@@ -257,14 +373,9 @@ def make_vectorizer(*, min_df: int = 2) -> Any:
     )
 
 
-def fit(
-    texts: Sequence[str],
-    labels: Sequence[str],
-    *,
-    data_hash: str = "",
-    meta: dict[str, Any] | None = None,
-) -> TrainedModel:
-    """Fit the vectorizer and the calibrated linear model. Needs at least two types."""
+def fit_estimators(texts: Sequence[str], labels: Sequence[str]) -> tuple[Any, Any]:
+    """scikit-learn's fitted vectorizer (a FeatureUnion) and CalibratedClassifierCV. Needs at
+    least two types; a type with fewer examples than calibration folds is left out."""
     from sklearn.calibration import CalibratedClassifierCV
     from sklearn.svm import LinearSVC
 
@@ -276,7 +387,6 @@ def fit(
         raise ValueError(
             f"Training needs at least {CALIBRATION_FOLDS} examples of each of two types."
         )
-    started = time.perf_counter()
     vectorizer = make_vectorizer()
     matrix = vectorizer.fit_transform([_clip(texts[i]) for i in kept])
     classifier = CalibratedClassifierCV(
@@ -285,9 +395,24 @@ def fit(
         cv=CALIBRATION_FOLDS,
     )
     classifier.fit(matrix, [labels[i] for i in kept])
+    return vectorizer, classifier
+
+
+def fit(
+    texts: Sequence[str],
+    labels: Sequence[str],
+    *,
+    data_hash: str = "",
+    meta: dict[str, Any] | None = None,
+) -> TrainedModel:
+    """Fit the vectorizer and the calibrated linear model, and keep them as arrays (the model
+    in memory after training is the one a later load gives)."""
+    started = time.perf_counter()
+    vectorizer, classifier = fit_estimators(texts, labels)
+    support = Counter(labels)
     return TrainedModel(
-        vectorizer=vectorizer,
-        classifier=classifier,
+        vectorizer=Features.from_sklearn(vectorizer),
+        classifier=CalibratedLinear.from_sklearn(classifier),
         labels=[t.value for t in DOC_TYPES],
         support={t.value: support.get(t.value, 0) for t in DOC_TYPES},
         data_hash=data_hash
@@ -300,35 +425,120 @@ def fit(
     )
 
 
-def dump(model: TrainedModel, key: bytes) -> bytes:
-    """The model as a signed blob: FORMAT, an HMAC-SHA256 (hex) of the payload, the payload."""
-    import joblib
+# -- storage: data only, signed -------------------------------------------------------------------
 
-    buffer = io.BytesIO()
-    joblib.dump(model, buffer, compress=3)
-    payload = buffer.getvalue()
-    signature = hmac.new(key, payload, hashlib.sha256).hexdigest().encode()
-    return FORMAT + signature + b"\n" + payload
+
+def _sign(key: bytes, payload: bytes) -> bytes:
+    return hmac.new(key, payload, hashlib.sha256).hexdigest().encode()
+
+
+def dump(model: TrainedModel, key: bytes) -> bytes:
+    """The model as a signed blob: FORMAT, an HMAC-SHA256 (hex) of the payload, the payload (a
+    zip of model.json and arrays.npz)."""
+    arrays: dict[str, np.ndarray] = {}
+    parts = []
+    for i, part in enumerate(model.vectorizer.parts):
+        arrays[f"idf_{i}"] = part.idf
+        parts.append({"name": part.name, "params": part.params, "terms": part.terms})
+    members = []
+    for i, m in enumerate(model.classifier.members):
+        arrays.update({f"coef_{i}": m.coef, f"intercept_{i}": m.intercept})
+        arrays.update({f"a_{i}": m.a, f"b_{i}": m.b})
+        members.append({"positions": m.positions})
+    manifest = {
+        "format": 2,
+        "labels": model.labels,
+        "support": model.support,
+        "data_hash": model.data_hash,
+        "trained_at": model.trained_at,
+        "seconds": model.seconds,
+        "meta": model.meta,
+        "classes": model.classifier.classes,
+        "features": parts,
+        "members": members,
+    }
+    numbers = io.BytesIO()
+    np.savez(numbers, allow_pickle=False, **arrays)
+    payload = io.BytesIO()
+    with zipfile.ZipFile(payload, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as z:
+        z.writestr("model.json", json.dumps(manifest, sort_keys=True))
+        z.writestr("arrays.npz", numbers.getvalue())
+    data = payload.getvalue()
+    return FORMAT + _sign(key, data) + b"\n" + data
+
+
+def _float_array(arrays: Any, name: str, ndim: int) -> np.ndarray:
+    value = arrays[name]
+    if value.dtype.kind != "f" or value.ndim != ndim:
+        raise ValueError(f"{name}: not a {ndim}-dimensional array of numbers")
+    return np.asarray(value, dtype=np.float64)
+
+
+def _read(payload: bytes) -> TrainedModel:
+    with zipfile.ZipFile(io.BytesIO(payload)) as z:
+        infos = {info.filename: info for info in z.infolist()}
+        if set(infos) != {"model.json", "arrays.npz"}:
+            raise ValueError(f"unexpected contents {sorted(infos)}")
+        if any(info.file_size > MAX_MEMBER_BYTES for info in infos.values()):
+            raise ValueError("a part of the file is larger than a model can be")
+        manifest = json.loads(z.read("model.json"))
+        numbers = z.read("arrays.npz")
+    if manifest.get("format") != 2:
+        raise ValueError(f"format {manifest.get('format')!r} is not read here")
+    # allow_pickle=False: an array of Python objects (the one way a .npy runs code) is refused.
+    with np.load(io.BytesIO(numbers), allow_pickle=False) as arrays:
+        parts = [
+            TfidfPart(
+                str(part["name"]),
+                {k: part["params"][k] for k in ANALYZER_PARAMS},
+                [str(t) for t in part["terms"]],
+                _float_array(arrays, f"idf_{i}", 1),
+            )
+            for i, part in enumerate(manifest["features"])
+        ]
+        members = [
+            Member(
+                coef=_float_array(arrays, f"coef_{i}", 2),
+                intercept=_float_array(arrays, f"intercept_{i}", 1),
+                positions=[int(p) for p in member["positions"]],
+                a=_float_array(arrays, f"a_{i}", 1),
+                b=_float_array(arrays, f"b_{i}", 1),
+            )
+            for i, member in enumerate(manifest["members"])
+        ]
+    features = Features(parts)
+    if any(m.coef.shape[1] != features.width for m in members):
+        raise ValueError("the model's coefficients do not match its features")
+    return TrainedModel(
+        vectorizer=features,
+        classifier=CalibratedLinear([str(c) for c in manifest["classes"]], members),
+        labels=[str(label) for label in manifest["labels"]],
+        support={str(k): int(v) for k, v in manifest["support"].items()},
+        data_hash=str(manifest["data_hash"]),
+        trained_at=str(manifest["trained_at"]),
+        seconds=float(manifest["seconds"]),
+        meta=dict(manifest.get("meta") or {}),
+    )
 
 
 def load(blob: bytes, key: bytes) -> TrainedModel:
-    """Unpickle a blob only when its signature is ours; anything else is refused."""
-    import joblib
-
+    """Read a blob written by ``dump`` with this key. Nothing in it can run code when read
+    (JSON, and numeric arrays read without pickle); the signature still decides whether it is
+    ours. A pickle (this file's first format, or anything else) is refused unread."""
+    if blob.startswith(PICKLE_FORMAT):
+        raise UntrustedModel(RETRAIN)
     if not blob.startswith(FORMAT):
         raise UntrustedModel("Not a Vetted trained-classifier file.")
-    rest = blob[len(FORMAT) :]
-    signature, _, payload = rest.partition(b"\n")
-    expected = hmac.new(key, payload, hashlib.sha256).hexdigest().encode()
-    if not hmac.compare_digest(signature, expected):
+    signature, _, payload = blob[len(FORMAT) :].partition(b"\n")
+    if not hmac.compare_digest(signature, _sign(key, payload)):
         raise UntrustedModel(
             "The model file's signature does not match: it was not written by this Vetted "
             "(or it was changed), so it is not loaded."
         )
-    model = joblib.load(io.BytesIO(payload))
-    if not isinstance(model, TrainedModel):
-        raise UntrustedModel("The file does not hold a trained classifier.")
-    return model
+    try:
+        return _read(payload)
+    except (ValueError, KeyError, TypeError, zipfile.BadZipFile, OSError) as exc:
+        raise UntrustedModel(f"The model file cannot be read: {exc}") from None
 
 
 def _relabel(segment: Segment, new: DocType, confidence: float) -> Segment:
@@ -412,11 +622,14 @@ class TrainedClassifier:
 
 
 __all__ = [
+    "CalibratedLinear",
+    "Features",
     "TrainedClassifier",
     "TrainedModel",
     "UntrustedModel",
     "dump",
     "fit",
+    "fit_estimators",
     "load",
     "nearest",
     "training_hash",

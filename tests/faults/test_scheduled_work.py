@@ -24,7 +24,7 @@ from reliability import services as runs
 from reliability.models import Run
 from tests.conftest import ready_document
 from tests.faults.conftest import wait_for
-from tests.integrations.receiver import Receiver
+from tests.integrations.receiver import ALLOW_LOOPBACK, Receiver
 from tests.reliability.gemini_stub import GeminiStub, Reply, candidate, error_reply, prompt_pages
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -52,7 +52,11 @@ def statuses(model: Any, ids: list[Any]) -> dict[str, int]:
 def test_a_receiver_down_for_a_while_gets_every_delivery_even_those_made_while_redis_was_down(
     workers, private_redis
 ):
-    fast_retries = {"WEBHOOK_BACKOFF_SECONDS": "1", "WEBHOOK_MAX_BACKOFF_SECONDS": "4"}
+    fast_retries = {
+        "WEBHOOK_BACKOFF_SECONDS": "1",
+        "WEBHOOK_MAX_BACKOFF_SECONDS": "4",
+        **ALLOW_LOOPBACK,  # the receiver listens on 127.0.0.1
+    }
     with Receiver() as receiver:
         receiver.down = True  # 503 to everything
         WebhookEndpoint.objects.create(
@@ -131,6 +135,7 @@ def test_waiting_runs_and_webhook_retries_resume_within_two_minutes_of_a_redis_r
             LLM_MAX_INLINE_WAIT_SECONDS="0.5",
             LLM_BACKOFF_BASE_SECONDS="0.05",
             WEBHOOK_BACKOFF_SECONDS="10",
+            **ALLOW_LOOPBACK,  # the receiver listens on 127.0.0.1
         )
         deliveries = [d.pk for d in emit(5)]
         waiting = [

@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# For worker processes (their environment): deliveries to the receivers' 127.0.0.1 allowed.
+ALLOW_LOOPBACK = {"WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8"}
+
 
 @dataclass
 class Received:
@@ -19,9 +22,15 @@ class Received:
 
 
 class Receiver:
-    def __init__(self, *statuses: int) -> None:
+    """``host``/``port``: where it listens (127.0.0.1, any free port); ``tls``: a server-side
+    SSLContext to answer https (the names clients asked for by SNI are kept in ``sni``)."""
+
+    def __init__(
+        self, *statuses: int, host: str = "127.0.0.1", port: int = 0, tls: Any = None
+    ) -> None:
         self.script: deque[int] = deque(statuses)
         self.received: list[Received] = []
+        self.sni: list[str | None] = []
         self.down = False  # answer 503 to everything (a receiver down for maintenance)
         self.lock = threading.Lock()
         receiver = self
@@ -46,8 +55,13 @@ class Receiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/vetted"
+        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.port = self.server.server_address[1]
+        if tls is not None:
+            tls.sni_callback = lambda sock, name, context: self.sni.append(name)
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        scheme = "https" if tls is not None else "http"
+        self.url = f"{scheme}://{host}:{self.port}/hooks/vetted"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def __enter__(self) -> Receiver:

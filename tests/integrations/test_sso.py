@@ -74,6 +74,39 @@ def test_a_clinician_signs_in_through_the_provider_and_becomes_a_reviewer(live_s
     assert browser.get(f"{live_server.url}/review/export/", timeout=30).status_code == 403
 
 
+def test_a_deactivated_users_single_sign_on_session_stops_at_once(live_server, provider):
+    """The library's backend would load an inactive user from the session; ours does not."""
+    browser, response = sign_in(live_server)
+    assert "Review queue" in response.text
+    get_user_model().objects.filter(username="rokafor").update(is_active=False)
+    again = browser.get(f"{live_server.url}/review/", timeout=30)
+    assert urlsplit(again.url).path == "/accounts/login/"
+
+
+@pytest.mark.parametrize("claim_name", ["sub", "oid"])
+def test_an_account_provisioned_by_scim_is_the_one_its_person_signs_in_to(
+    live_server, provider, settings, claim_name
+):
+    """SCIM's externalId meets the ID token's claim named by SCIM_SSO_CLAIM: Okta sends its
+    user id as both (sub); with Entra ID, externalId mapped to objectId meets oid."""
+    from integrations.provisioning import UserData, scim_user_create
+
+    settings.SCIM_SSO_CLAIM = claim_name
+    provider.user["oid"] = "5f6ad4b2-7c3e-4a4b-9f1e-2d3c4b5a6978"
+    account = scim_user_create(
+        data=UserData(
+            user_name="rita.okafor@hospital.example",
+            external_id=str(provider.user[claim_name]),
+            email="someone.else@hospital.example",  # not what links them
+        )
+    )
+    _browser, response = sign_in(live_server)
+    assert "Review queue" in response.text
+    identity = SsoIdentity.objects.get(subject=CLINICIAN["sub"])
+    assert identity.user == account.user
+    assert get_user_model().objects.count() == 1
+
+
 def test_the_role_follows_the_providers_groups_at_every_sign_in(live_server, provider):
     sign_in(live_server)
     provider.user["groups"] = ["vetted-admins"]

@@ -3,6 +3,7 @@ logged; through inline jobs and through Redis with real RQ worker processes."""
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from datetime import timedelta
@@ -12,6 +13,7 @@ from django.db import transaction
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from standardwebhooks import Webhook, WebhookVerificationError
 
 from benchmarks.pdfgen import text_pdf
 from core import jobs
@@ -21,8 +23,12 @@ from integrations import services, signing
 from integrations.models import WebhookDelivery, WebhookEndpoint
 from review.services.decisions import review_submit
 from tests.conftest import run_burst_worker
-from tests.integrations.receiver import Receiver
+from tests.integrations.receiver import ALLOW_LOOPBACK, Receiver
 from tests.review.conftest import make_packet
+
+# The receivers listen on 127.0.0.1: allowed here explicitly (tests/conftest.py); what is
+# refused is tested in test_webhook_destinations.py.
+pytestmark = pytest.mark.usefixtures("loopback_webhooks")
 
 REPORT = [
     [
@@ -35,10 +41,8 @@ REPORT = [
 FILENAME = "Jane_Roe_1961-02-03_pathology.pdf"  # filenames may name the patient
 
 
-def endpoint_for(receiver: Receiver, *events: str, secret: str = "whsec_test") -> WebhookEndpoint:
-    return WebhookEndpoint.objects.create(
-        name="LIS", url=receiver.url, secret=secret, events=list(events)
-    )
+def endpoint_for(receiver: Receiver, *events: str) -> WebhookEndpoint:
+    return WebhookEndpoint.objects.create(name="LIS", url=receiver.url, events=list(events))
 
 
 def bodies(receiver: Receiver) -> list[dict]:
@@ -69,21 +73,28 @@ def test_a_real_workflow_sends_each_event_signed_with_ids_and_never_text_or_file
     assert decided["document_id"] == str(document.pk)
     assert decided["decision"] in {"AUTO_ACCEPT", "ESCALATE_TO_SME"}
     assert decided["dominant_type"] == "pathology"
+    log = WebhookDelivery.objects.filter(endpoint=endpoint)
     for request in receiver.received:
         text = request.body.decode()
         assert "Jane" not in text and "carcinoma" not in text and "Nottingham" not in text
+        # Standard Webhooks, verified by its own library with the secret the admin shows; the
+        # delivery id receivers de-duplicate on is signed.
+        assert Webhook(endpoint.secret).verify(request.body, request.headers) == json.loads(text)
+        assert request.headers["webhook-id"] in {str(pk) for pk in log.values_list("pk", flat=True)}
+        # The first scheme's headers, for one more release.
         assert request.headers[signing.EVENT_HEADER] == json.loads(text)["type"]
-        assert signing.verify(
-            secret=endpoint.secret,
+        assert request.headers[signing.DELIVERY_HEADER] == request.headers["webhook-id"]
+        assert signing.verify_legacy(
+            key=signing.secret_key(endpoint.secret),
             body=request.body,
             timestamp=request.headers[signing.TIMESTAMP_HEADER],
             signature=request.headers[signing.SIGNATURE_HEADER],
         )
-    log = WebhookDelivery.objects.filter(endpoint=endpoint)
     assert log.count() == len(received)
     assert set(log.values_list("status", "attempts", "response_code", "last_error")) == {
         ("succeeded", 1, 200, "")
     }
+    assert all(ms is not None and ms >= 0 for ms in log.values_list("duration_ms", flat=True))
 
 
 @pytest.mark.django_db(transaction=True)
@@ -160,8 +171,12 @@ def test_a_failing_endpoint_is_retried_with_growing_backoff_then_given_up(settin
             [delivery] = services.event_emit(kind=Event.DOCUMENT_READY, data={"document_id": "d1"})
         delivery.refresh_from_db()
         assert (delivery.status, delivery.attempts, delivery.response_code) == ("retrying", 1, 500)
-        assert delivery.last_error.startswith("HTTP 500")
-        assert "maintenance" in delivery.last_error
+        # The code and a reason of our own; never the receiver's answer.
+        assert (delivery.error_code, delivery.last_error) == (
+            "http_status",
+            "HTTP 500 Internal Server Error",
+        )
+        assert delivery.duration_ms is not None
         wait = (delivery.next_attempt_at - delivery.last_attempt_at).total_seconds()
         assert 24 <= wait <= 36  # 30 s +-20%
 
@@ -203,7 +218,8 @@ def test_an_unreachable_endpoint_records_the_connection_error():
         [delivery] = services.event_emit(kind=Event.DOCUMENT_READY, data={"document_id": "d1"})
     delivery.refresh_from_db()
     assert delivery.status == "retrying" and delivery.response_code is None
-    assert delivery.last_error.startswith("ConnectionError")
+    assert delivery.error_code == "connection_failed"
+    assert delivery.last_error == "The connection was refused or dropped."
 
 
 @pytest.mark.django_db
@@ -225,19 +241,56 @@ def test_a_delivery_whose_worker_died_mid_send_is_sent_again(settings):
     assert len(receiver.received) == 1
 
 
-def test_verify_rejects_a_wrong_secret_a_changed_body_and_an_old_timestamp():
+def test_signatures_follow_standard_webhooks_and_the_old_scheme_verifies_with_the_old_secret():
     body = b'{"id":"1"}'
-    now = 1_700_000_000
-    header = signing.sign(secret="s3cret", timestamp=now, body=body)
-    assert header.startswith("v1=") and len(header) == 3 + 64
-    ok = {"body": body, "timestamp": str(now), "signature": header, "now": now + 10}
-    assert signing.verify(secret="s3cret", **ok)
-    assert not signing.verify(secret="other", **ok)
-    assert not signing.verify(secret="s3cret", **{**ok, "body": b'{"id":"2"}'})
-    assert not signing.verify(secret="s3cret", **{**ok, "now": now + 301})
-    assert not signing.verify(secret="s3cret", **{**ok, "timestamp": "soon"})
-    # During a rotation the header may carry two signatures.
-    assert signing.verify(secret="s3cret", **{**ok, "signature": f"v1=00, {header}"})
+    now = int(time.time())
+    secret = signing.new_secret()
+    assert secret.startswith("whsec_") and len(signing.secret_key(secret)) == 32
+    headers = signing.standard_headers(secret=secret, msg_id="d-1", timestamp=now, body=body)
+    assert headers["webhook-signature"].startswith("v1,")
+    assert Webhook(secret).verify(body, headers) == {"id": "1"}
+    with pytest.raises(WebhookVerificationError):
+        Webhook(signing.new_secret()).verify(body, headers)
+    with pytest.raises(WebhookVerificationError):
+        Webhook(secret).verify(b'{"id":"2"}', headers)
+    with pytest.raises(WebhookVerificationError):  # the id is signed: a replay under another
+        Webhook(secret).verify(body, {**headers, "webhook-id": "d-2"})
+    with pytest.raises(WebhookVerificationError):
+        Webhook(secret).verify(body, {**headers, "webhook-timestamp": str(now - 301)})
+
+    # An endpoint made before Standard Webhooks: its old secret became whsec_ + base64(old), so
+    # a receiver still checking the old headers with the old secret keeps working.
+    old = "whsec_Xq3-legacy_token"
+    migrated = "whsec_" + base64.b64encode(old.encode()).decode()
+    legacy = signing.legacy_headers(
+        secret=migrated, event="ping", delivery_id="d-1", timestamp=now, body=body
+    )
+    ok = {
+        "body": body,
+        "timestamp": str(now),
+        "signature": legacy["Vetted-Signature"],
+        "now": now + 10,
+    }
+    assert signing.verify_legacy(key=old.encode(), **ok)
+    assert not signing.verify_legacy(key=b"other", **ok)
+    assert not signing.verify_legacy(key=old.encode(), **{**ok, "body": b'{"id":"2"}'})
+    assert not signing.verify_legacy(key=old.encode(), **{**ok, "now": now + 301})
+    assert not signing.verify_legacy(key=old.encode(), **{**ok, "timestamp": "soon"})
+    assert Webhook(migrated).verify(
+        body, signing.standard_headers(secret=migrated, msg_id="d-1", timestamp=now, body=body)
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_old_headers_can_be_switched_off(settings):
+    settings.WEBHOOK_LEGACY_HEADERS = False
+    with Receiver() as receiver:
+        endpoint = endpoint_for(receiver, Event.DOCUMENT_READY)
+        services.endpoint_ping(endpoint=endpoint)
+    [request] = receiver.received
+    assert (
+        "webhook-signature" in request.headers and signing.SIGNATURE_HEADER not in request.headers
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -248,7 +301,7 @@ def test_rq_workers_deliver_and_retry_once_the_backoff_has_passed(redis_url, set
         endpoint_for(receiver, Event.DOCUMENT_READY)
         document = document_create(filename=FILENAME, content=text_pdf(REPORT), user=None)
 
-        fast = {"WEBHOOK_BACKOFF_SECONDS": "1", "AUTO_CLASSIFY": "0"}
+        fast = {"WEBHOOK_BACKOFF_SECONDS": "1", "AUTO_CLASSIFY": "0", **ALLOW_LOOPBACK}
         run_burst_worker(redis_url, env=fast)  # ingests, emits, first POST gets 503
         delivery = WebhookDelivery.objects.get()
         assert (delivery.status, delivery.attempts, delivery.response_code) == ("retrying", 1, 503)
@@ -275,7 +328,7 @@ def test_admins_register_an_endpoint_send_a_test_event_and_read_the_log(
             {
                 "name": "Pathology LIS",
                 "url": receiver.url,
-                "secret": "whsec_from_admin",
+                "secret": "whsec_" + base64.b64encode(b"from the admin, 24 bytes!").decode(),
                 "events": ["ground_truth.changed", "packet.decided"],
                 "active": "on",
                 "deliveries-TOTAL_FORMS": "0",
@@ -297,7 +350,8 @@ def test_admins_register_an_endpoint_send_a_test_event_and_read_the_log(
     log = client.get(reverse("admin:integrations_webhookdelivery_changelist"))
     assert log.status_code == 200
     page = log.content.decode()
-    assert "Waiting to retry" in page and "HTTP 500" in page
+    assert "Waiting to retry" in page and "HTTP 500 Internal Server Error" in page
+    assert "maintenance" not in page  # the receiver's answer is not kept
     delivery = WebhookDelivery.objects.get()
     with Receiver() as receiver:
         WebhookEndpoint.objects.filter(pk=endpoint.pk).update(url=receiver.url)

@@ -310,3 +310,106 @@ def test_staff_status_adds_no_api_reads_beyond_the_role(django_user_model):
     assert exported(staff) == [str(mine.pk)]
     assert reads(admin, theirs) == [200, 200, 200]
     assert exported(admin) == sorted([str(mine.pk), str(theirs.pk)])
+
+
+# -- access that ends: expiry, deactivation, a lost role -------------------------------------------
+
+
+UNKNOWN = "/api/v1/documents/00000000-0000-0000-0000-000000000000/"
+
+
+def api_get(key, path=UNKNOWN):
+    from django.test import Client
+
+    response = Client(HTTP_AUTHORIZATION=f"Bearer {key}").get(path)
+    return response.status_code, response.json()
+
+
+def test_a_token_expires_after_api_token_days_with_a_clear_401(django_user_model, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reliability.models import ApiToken
+
+    settings.API_TOKEN_DAYS = 30
+    user = lab_user(django_user_model, "lims")
+    token, key = api_token_create(user=user, name="lims")
+    assert timedelta(days=29, hours=23) < token.expires_at - timezone.now() <= timedelta(days=30)
+    status, _ = api_get(key)
+    assert status == 404  # live: the document is unknown, not the token
+
+    ApiToken.objects.filter(pk=token.pk).update(expires_at=timezone.now())
+    status, refused = api_get(key)
+    assert status == 401 and refused["code"] == "token_expired"
+    assert refused["error"].startswith(f"The API token {token.prefix}\u2026 expired on ")
+    assert "new one" in refused["error"]
+
+
+def test_a_token_lasts_at_most_api_token_days(django_user_model, settings):
+    settings.API_TOKEN_DAYS = 30
+    user = lab_user(django_user_model, "lims")
+    assert api_token_create(user=user, name="short", days=7)[0].expires_at
+    for days in (0, 31):
+        with pytest.raises(ValueError, match="1 to 30 days"):
+            api_token_create(user=user, name="long", days=days)
+
+
+def test_a_deactivated_users_token_is_refused_at_once(django_user_model):
+    user = lab_user(django_user_model, "lims")
+    key = api_token_create(user=user, name="lims")[1]
+    assert api_get(key)[0] == 404  # live
+    user.is_active = False
+    user.save(update_fields=["is_active"])
+    status, refused = api_get(key)
+    assert (status, refused["code"]) == (401, "user_inactive")
+
+
+def test_a_token_stops_at_once_when_its_user_loses_the_role(django_user_model):
+    from review.roles import REVIEWERS, ensure_roles
+
+    user = lab_user(django_user_model, "lims")
+    key = api_token_create(user=user, name="lims")[1]
+    assert api_get(key)[0] == 404
+    user.groups.remove(ensure_roles()[REVIEWERS])
+    status, refused = api_get(key)
+    assert (status, refused["code"]) == (403, "no_role")
+    user.groups.add(ensure_roles()[REVIEWERS])  # the role back: the same token works again
+    assert api_get(key)[0] == 404
+
+
+def test_a_revoked_token_is_refused(django_user_model):
+    from reliability.services import api_tokens_revoke
+
+    user = lab_user(django_user_model, "lims")
+    key = api_token_create(user=user, name="lims")[1]
+    assert api_tokens_revoke(user=user) == 1
+    status, refused = api_get(key)
+    assert (status, refused["code"]) == (401, "token_invalid")
+
+
+def test_create_api_token_prints_the_expiry_and_admin_shows_it(django_user_model, settings):
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+    from django.test import Client
+
+    from reliability.models import ApiToken
+    from review.roles import ADMINS, ensure_roles
+
+    settings.API_TOKEN_DAYS = 90
+    lab_user(django_user_model, "lims")
+    out = io.StringIO()
+    call_command("create_api_token", "lims", "--days", "10", stdout=out)
+    token = ApiToken.objects.get()
+    assert f"expires {token.expires_at:%Y-%m-%d %H:%M} UTC" in out.getvalue()
+    with pytest.raises(CommandError, match="1 to 90 days"):
+        call_command("create_api_token", "lims", "--days", "91", stdout=io.StringIO())
+
+    admin = django_user_model.objects.create_user("ada", password="x", is_staff=True)
+    admin.groups.add(ensure_roles()[ADMINS])
+    client = Client()
+    client.force_login(admin)
+    page = client.get("/admin/reliability/apitoken/").content.decode()
+    assert "Expires at" in page and "live" in page

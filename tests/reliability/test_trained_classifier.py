@@ -348,15 +348,127 @@ def test_no_examples_without_corrections(settings, pages):
     assert run.few_shot_ids == [] and "<<<EXAMPLES" not in prompt
 
 
-def test_the_fast_single_document_path_gives_sklearns_probabilities():
-    data = records()
-    model = trained.fit([r.text for r in data], [r.label for r in data])
+@pytest.mark.parametrize("types", [list(WORDS), ["pathology", "radiology"]])
+def test_the_stored_arrays_give_sklearns_features_and_probabilities(types):
+    """The model is kept as arrays (no sklearn object is stored): its features and calibrated
+    probabilities are scikit-learn's own, for several types and for two (sklearn's binary
+    case), before and after a round trip through the file."""
+    data = [r for r in records() if r.label in types]
+    vectorizer, classifier = trained.fit_estimators([r.text for r in data], [r.label for r in data])
+    features = trained.Features.from_sklearn(vectorizer)
+    linear = trained.CalibratedLinear.from_sklearn(classifier)
     texts = [text_for(label, random.Random(i)) for i, label in enumerate(WORDS)]
-    batch = model.probabilities(texts)  # sklearn's transform and predict_proba
-    for text, expected in zip(texts, batch, strict=True):
-        fast = model.probabilities([text])[0]
-        assert fast.keys() == expected.keys()
-        for label in fast:
-            assert abs(fast[label] - expected[label]) < 1e-4
+    expected = classifier.predict_proba(vectorizer.transform(texts))
+    assert abs(features.transform(texts) - vectorizer.transform(texts)).max() < 1e-6
+    assert abs(linear.predict_proba(features.transform(texts)) - expected).max() < 1e-6
+
+    model = trained.fit([r.text for r in data], [r.label for r in data])
     again = trained.load(trained.dump(model, b"k"), b"k")
-    assert "_fast" not in again.__dict__
+    assert (again.version, again.support, again.labels) == (
+        model.version,
+        model.support,
+        model.labels,
+    )
+    for text, row in zip(texts, expected, strict=True):
+        got = again.probabilities([text])[0]
+        for label, p in zip(linear.classes, row, strict=True):
+            assert abs(got[label] - p) < 1e-6
+
+
+# -- files that would run code when loaded ------------------------------------------------------
+
+
+class RunsCode:
+    """Unpickling this creates ``marker``: proof that loading ran code."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def signed(body: bytes, *, key: bytes, header: bytes = trained.FORMAT) -> bytes:
+    import hmac
+
+    return header + hmac.new(key, body, hashlib.sha256).hexdigest().encode() + b"\n" + body
+
+
+def zipped(model_json: bytes, numbers: bytes) -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        z.writestr("model.json", model_json)
+        z.writestr("arrays.npz", numbers)
+    return buffer.getvalue()
+
+
+def test_a_pickled_model_even_signed_with_our_key_is_refused_unread(tmp_path):
+    import pickle
+
+    marker = tmp_path / "ran"
+    old = signed(pickle.dumps(RunsCode(marker)), key=b"our key", header=trained.PICKLE_FORMAT)
+    with pytest.raises(trained.UntrustedModel, match=r"pickle.*Retrain"):
+        trained.load(old, b"our key")
+    with pytest.raises(trained.UntrustedModel, match="Not a Vetted"):
+        trained.load(pickle.dumps(RunsCode(marker)), b"our key")
+    assert not marker.exists()
+
+
+def test_a_signed_file_whose_arrays_hold_a_pickle_is_refused_unread(tmp_path):
+    import io
+    import pickle
+
+    import numpy as np
+
+    marker = tmp_path / "ran"
+    data = records(10)
+    blob = trained.dump(trained.fit([r.text for r in data], [r.label for r in data]), b"k")
+    good = trained.load(blob, b"k")
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(blob.split(b"\n", 2)[2])) as z:
+        manifest = z.read("model.json")
+    objects = io.BytesIO()
+    evil = np.empty(1, dtype=object)
+    evil[0] = RunsCode(marker)
+    np.savez(objects, idf_0=evil)  # an object array: stored as a pickle inside the .npy
+    for numbers in (objects.getvalue(), pickle.dumps(RunsCode(marker))):
+        with pytest.raises(trained.UntrustedModel, match="cannot be read"):
+            trained.load(signed(zipped(manifest, numbers), key=b"k"), b"k")
+    assert not marker.exists()
+    assert good.predict(data[0].text)[0] == data[0].label
+
+
+@pytest.mark.django_db
+def test_an_active_pickled_model_is_deactivated_by_the_migration():
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module(
+        "reliability.migrations.0009_trained_models_without_pickles"
+    )
+    old = TrainedClassifierModel.objects.create(
+        version="abc",
+        data_hash="abc" * 4,
+        source="ground truth",
+        active=True,
+        decision="Activated: not worse than rule-based (offline).",
+        blob=trained.PICKLE_FORMAT + b"0" * 64 + b"\n\x80\x04.",
+        blob_sha256="",
+    )
+    migration.deactivate_pickles(apps, None)
+    old.refresh_from_db()
+    assert not old.active and "retrain with manage.py train_classifier" in old.decision
+    assert training.active_model() is None
+
+
+@pytest.mark.django_db
+def test_evaluate_refuses_a_pickled_model_file_and_says_retrain(tmp_path):
+    path = tmp_path / "old.model"
+    path.write_bytes(signed(b"\x80\x04.", key=training.signing_key(), header=trained.PICKLE_FORMAT))
+    with pytest.raises(CommandError, match="Retrain"):
+        call_command("evaluate", "--model", str(path), stdout=StringIO())
