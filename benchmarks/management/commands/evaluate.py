@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks import bundles, evaluation
 from documents.services import pages_extract
-from engine.classifiers.trained import TrainedClassifier, TrainedModel, UntrustedModel
+from engine.classifiers.trained import TrainedModel, UntrustedModel
 from reliability import training
 from reliability.services import build_classifiers, get_preset
 
@@ -107,10 +107,14 @@ class Command(BaseCommand):
 
         primary, gate, client = build_classifiers()
         if model is not None:
-            if client is None:
-                primary, gate = training.roles(model)
-            else:
-                gate = TrainedClassifier(model)
+            if client is not None:
+                # With a language model the gate is the rules, whatever is trained
+                # (reliability.services.gate_classifier, docs/independence.md).
+                raise CommandError(
+                    "--model evaluates a trained classifier as the offline primary; with a "
+                    "language model configured the gate is the rules. Unset GEMINI_API_KEY."
+                )
+            primary, gate = training.roles(model)
         preset = get_preset(options["preset"])
         self.stdout.write(
             f"Classifier: {primary.name} ({primary.model}); gate "
