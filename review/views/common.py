@@ -56,14 +56,16 @@ def document_context(document: Document, image_url: Any) -> dict[str, Any]:
 
 
 def page_png(request: HtmxHttpRequest, document: Document, number: int) -> FileResponse:
+    """A PDF page as PNG; ``?size=thumb`` for the viewer's page strip."""
     if (
         document.mime_type != Document.MIME_PDF
         or not document.file
         or not 1 <= number <= document.page_count
     ):
         raise Http404("No page image for this document.")
+    dpi = THUMBNAIL_DPI if request.GET.get("size") == "thumb" else settings.PAGE_IMAGE_DPI
     try:
-        path = page_image_path(document=document, number=number, dpi=settings.PAGE_IMAGE_DPI)
+        path = page_image_path(document=document, number=number, dpi=dpi)
     except FileNotFoundError:
         raise Http404("The document's file is missing.") from None
     response = FileResponse(path.open("rb"), content_type="image/png")
