@@ -22,6 +22,11 @@ def test_upload_a_pdf_and_see_it_ready(page, live_server, reviewer, tmp_path, sc
     pdf_path = tmp_path / "chest-xray.pdf"
     pdf_path.write_bytes(text_pdf(REPORT))
 
+    csp: list[str] = []
+    page.on(
+        "console",
+        lambda m: csp.append(m.text) if "Content Security Policy" in m.text else None,
+    )
     log_in(page, live_server, reviewer.username, PASSWORD)
     page.get_by_role("link", name="Upload documents").click()
     page.get_by_label("Documents").set_input_files(str(pdf_path))
@@ -46,6 +51,7 @@ def test_upload_a_pdf_and_see_it_ready(page, live_server, reviewer, tmp_path, sc
     expect(page.locator(".page-frame img").first).to_be_visible()  # the page, in the viewer
     page.get_by_role("button", name="Text").click()
     expect(page.locator(".page-text", has_text="No focal consolidation.")).to_be_visible()
+    assert csp == []  # nothing blocked, after the upload either
     screenshot("document-detail")
 
 
