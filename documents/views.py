@@ -36,7 +36,7 @@ def _batch(request: HtmxHttpRequest) -> list[dict[str, Any]]:
     is read. Only the uploader's own documents."""
     ids = [i for i in request.GET.get("batch", "").split(",") if i][: settings.UPLOAD_MAX_FILES]
     try:
-        documents = Document.objects.filter(pk__in=ids, uploaded_by=request.user)
+        documents = Document.objects.filter(pk__in=ids, uploaded_by_id=request.user.pk)
         found = {str(d.pk): d for d in documents}
     except ValidationError:
         return []
@@ -75,8 +75,8 @@ def document_upload(request: HtmxHttpRequest) -> HttpResponse:
                 document = services.document_upload(
                     upload=upload, user=request.user, options=form.options()
                 )
-            except UploadRefused as refused:
-                results.append({"name": upload.name, "refused": refused.message})
+            except UploadRefused as refusal:
+                results.append({"name": upload.name, "refused": refusal.message})
             else:
                 results.append({"name": document.original_filename, "document": document})
     created = [r["document"] for r in results if "document" in r]
