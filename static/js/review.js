@@ -359,7 +359,8 @@
     if (!form || form.querySelector("fieldset:disabled")) return false;
     correcting = true;
     workspace.classList.add("correcting");
-    one("#type-picker").focus();
+    one("#type-picker").focus({preventScroll: true});
+    reveal();
     return true;
   }
   function stopCorrecting() {
@@ -388,9 +389,8 @@
     startCorrecting();
     // The new row, and what the key will record, stay in view (the preview below them
     // never pushes them out).
-    row.scrollIntoView({block: "nearest"});
-    var said = one("#will-record");
-    if (said) said.scrollIntoView({block: "nearest"});
+    reveal();
+    if (!visibleIn(row)) row.scrollIntoView({block: "nearest"});
   }
 
   // -- keys act on what is on screen ------------------------------------------------------------
@@ -420,6 +420,17 @@
     });
   }
   function answerInView() { return answerParts().every(visibleIn); }
+  // Starting to work in the panel (C, B, taking an answer) shows it: the type keys, the rows
+  // and what Enter will record, so the saving key that follows acts on what is on screen.
+  function reveal() {
+    var parts = [one("#type-picker")].concat(answerParts()).filter(function (el) {
+      return el && shown(el);
+    });
+    if (!parts.length || parts.every(visibleIn)) return;
+    parts[0].scrollIntoView({block: "start"});
+    var last = parts[parts.length - 1];
+    if (!visibleIn(last)) last.scrollIntoView({block: "end"});
+  }
   function bringAnswer(text) {
     var parts = answerParts();
     if (!parts.length) return;
