@@ -434,13 +434,18 @@
   function bringAnswer(text) {
     var parts = answerParts();
     if (!parts.length) return;
+    var note = one("#panel-note");
+    if (note) {
+      // The note first, above the answer, so it is read with it.
+      note.textContent = text;
+      note.hidden = false;
+      parts.unshift(note);
+    } else {
+      say(text);
+    }
     var first = parts[0], last = parts[parts.length - 1];
     first.scrollIntoView({block: "start"});
     if (!visibleIn(last)) last.scrollIntoView({block: "end"});
-    var note = one("#panel-note");
-    if (!note) { say(text); return; }
-    note.textContent = text;
-    note.hidden = false;
   }
 
   if (form) {
