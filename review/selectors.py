@@ -199,6 +199,12 @@ def packet_issues(
                 "evidence": [e for e in related if e["id"] not in shown],
                 "see_also": [e for e in related if e["id"] in shown],
                 "evidence_ids": " ".join(e["id"] for e in related),
+                # Whether any of its snippets has paragraphs around it to show (E).
+                "has_around": any(
+                    e["context"].found and (e["context"].before or e["context"].after)
+                    for e in related
+                    if e["id"] not in shown
+                ),
             }
         )
         shown.update(e["id"] for e in related)
