@@ -157,3 +157,47 @@ def test_an_unknown_code_is_still_said_in_words():
     said = words.issue_words({"code": "new_check", "message": "Page 1 is genomic, oddly."})
     assert said.title == "New check"
     assert said.sentence == "Page 1 is Genomic Report, oddly."
+
+
+# -- on the pages --------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_packet_page_speaks_in_words_and_keeps_the_codes_for_admins(reviewer, admin_user):
+    from django.test import Client
+    from django.urls import reverse
+
+    from tests.review.conftest import make_packet
+
+    packet = make_packet()
+    url = reverse("review:packet", args=[packet.pk])
+    pages = {}
+    for user in (reviewer, admin_user):
+        client = Client()
+        client.force_login(user)
+        pages[user.username] = client.get(url).content.decode()
+    for body in pages.values():
+        assert 'id="escalation-reason"' in body and "escalated by the arbiter" not in body
+        assert "reads like paperwork" in body and "is not in the document" in body
+        assert "Classification by" not in body and "What the machine said" in body
+        assert "the built-in rules classifier" in body.lower()
+    # A reviewer reads sentences; an Admin can also open each issue's id, code and location.
+    assert "V4-0001" not in pages["rita"] and "segments[0]" not in pages["rita"]
+    assert 'class="tech"' in pages["ada"] and "fabricated_evidence</code>" in pages["ada"]
+
+
+@pytest.mark.django_db
+def test_the_queue_names_types_and_issues_in_words(reviewer):
+    from django.test import Client
+    from django.urls import reverse
+
+    from tests.review.conftest import make_packet
+
+    make_packet(label="clinical_note", fabricate=False)
+    client = Client()
+    client.force_login(reviewer)
+    body = client.get(reverse("review:queue")).content.decode()
+    assert "<td>Clinical Note</td>" in body and "<td>clinical_note</td>" not in body
+    codes = body[body.index('id="f-code"') :].split("</select>")[0]
+    options = re.findall(r'<option value="([a-z_]+)"[^>]*>([^<]+)</option>', codes)
+    assert options and all(label != code and "_" not in label for code, label in options)
