@@ -290,9 +290,14 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"client_errors_on_one_line": {"()": "core.logging.ClientErrorsOnOneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"pdfminer": {"level": "ERROR"}},  # one warning per glyph otherwise
+    "loggers": {
+        "pdfminer": {"level": "ERROR"},  # one warning per glyph otherwise
+        # An ordinary 403 is one line, not a traceback (core.logging).
+        "django.request": {"filters": ["client_errors_on_one_line"]},
+    },
 }
 
 # Tesseract uses OpenMP; one thread per page keeps N workers from oversubscribing the cores.

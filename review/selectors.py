@@ -45,6 +45,7 @@ from review.corrections import (
 )
 from review.evidence import context_for
 from review.models import AuditSample, GroundTruth, Review, ReviewPacket, ReviewSkip, SecondReview
+from review.words import issue_words
 
 # -- locks and the queue ----------------------------------------------------------------------
 
@@ -188,14 +189,23 @@ def packet_issues(
         page = (related[0]["found_page"] or related[0]["page"]) if related else None
         if page is None and segment and int(segment.group(1)) < len(output.segments):
             page = output.segments[int(segment.group(1))].start_page
+        said = issue_words(issue, output)
         issues.append(
             {
                 **issue,
+                "title": said.title,
+                "sentence": said.sentence,
                 "number": number,
                 "page": page or "",
                 "evidence": [e for e in related if e["id"] not in shown],
                 "see_also": [e for e in related if e["id"] in shown],
                 "evidence_ids": " ".join(e["id"] for e in related),
+                # Whether any of its snippets has paragraphs around it to show (E).
+                "has_around": any(
+                    e["context"].found and (e["context"].before or e["context"].after)
+                    for e in related
+                    if e["id"] not in shown
+                ),
             }
         )
         shown.update(e["id"] for e in related)

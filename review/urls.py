@@ -50,4 +50,9 @@ run_pages = [
 document_pages = [
     path("", documents.document_list, name="list"),
     path("<uuid:document_id>/", documents.document_detail, name="detail"),
+    path(
+        "<uuid:document_id>/pages/<int:number>.png",
+        documents.document_page_image,
+        name="page_image",
+    ),
 ]

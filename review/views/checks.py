@@ -32,6 +32,7 @@ from review.services import audits as audit_services
 from review.services import second_review as second_services
 from review.views.common import page_png, person_name, user_may_adjudicate
 from review.visibility import sees_all
+from review.words import classifier_name
 
 
 @login_required
@@ -117,7 +118,7 @@ def _audit_context(
         machine = audit_services.machine_segmentation(sample)
         second = getattr(sample, "second_review", None)
         context["comparison"] = {
-            "theirs_label": f"The machine ({sample.run.classifier})",
+            "theirs_label": f"The machine ({classifier_name(sample.run.classifier)})",
             "theirs": segmentation_words(machine),
             "yours_label": f"Audit ({person_name(sample.auditor)})",
             "yours": segmentation_words(segmentation_from_json(sample.audited_segments)),

@@ -33,7 +33,8 @@ from review.models import GroundTruth, Review, ReviewPacket
 from review.services import ReviewRefused
 from review.services import decisions as decide
 from review.views.common import get_packet_for_reviewer, page_png
-from review.visibility import label_view
+from review.visibility import label_view, sees_all
+from review.words import escalation_reasons, reasons_sentence
 
 
 def _status_message(
@@ -101,11 +102,20 @@ def _packet_context(
     form = correction_form or CorrectionForm.for_output(
         output, page_count=packet.document.page_count
     )
+    why = escalation_reasons(
+        issues=packet.issues,
+        output=output,
+        gate=packet.run.gate,
+        comparison=packet.comparison,
+        stopped_reason=packet.run.stopped_reason,
+    )
     return {
         "packet": packet,
         "document": packet.document,
         "run": packet.run,
         "output": output,
+        "why_escalated": reasons_sentence(why),
+        "technical": sees_all(request.user),
         "display": DISPLAY_NAMES,
         **workspace,
         "comparison": packet.comparison,

@@ -5,8 +5,19 @@
 //   V validate · C correct, then 1-5 type (Clinical Note, Pathology Report, Genomic Report,
 //   Radiology Report, Other) and Enter to save · Esc leaves correcting · R puts the machine's
 //   answer back in the panel · B a new document starts on the page in view · S skip · U undo
-//   your last decision · N next · J / K next / previous issue · + / - zoom the page images ·
+//   your last decision · N next · J / K next / previous issue · E the text around the current
+//   evidence, shown or hidden · + / - zoom the page images, W fit the text's width ·
 //   on an adjudication, 1 / 2 (when not correcting) take the first / second answer.
+//
+// Keys act only on what is on screen: a saving key (V, Enter) while what the machine said
+// (the type, the segments, what the key will record) is out of view records nothing; it
+// brings that part of the panel into view and says so, and the same key then records. A
+// tablet's one-column page can put the panel below the fold; scrolling and recording in one
+// press would record an answer the reviewer had not seen.
+//
+// The zoom (a step, or fit-width) is remembered per reviewer in this browser (localStorage,
+// keyed by the user's id): a zoom suits a screen, so a tablet and a desk keep their own, and
+// nothing is written to the server on every key.
 //
 // A decision records exactly what the panel shows: #will-record says it, from the panel's
 // rows, at every change (data-action: validate, correct or record; data-segments: the
@@ -41,6 +52,10 @@
   var current = -1;
   var correcting = false;
   var zoom = 100;
+  var fit = false;
+  var contextShown = true;
+  var user = document.body.dataset.user || "";
+  var ZOOM_KEY = "vetted.zoom." + user;
 
   // -- the issue list drives the viewer ---------------------------------------------------------
 
@@ -58,6 +73,7 @@
     list.forEach(function (el) { el.classList.remove("current"); });
     var item = list[current];
     item.classList.add("current");
+    openContext(item);
     item.focus({preventScroll: true});
     item.scrollIntoView({block: "nearest"});
     if (!pages) return;
@@ -73,8 +89,29 @@
     else if (item.dataset.page) gotoPage(item.dataset.page);
   }
 
+  // The paragraphs around the evidence are shown for the current issue (the first one on
+  // arrival); E hides or shows them.
+  function openContext(item) {
+    items().forEach(function (el) {
+      var open = el === item && contextShown;
+      el.classList.toggle("ctx-open", open);
+      var toggle = one("[data-ctx-toggle]", el);
+      if (toggle) toggle.setAttribute("aria-expanded", String(open));
+    });
+  }
+  function contextItem() {
+    var list = items();
+    return list[current] || one(".ctx-open") || list[0];
+  }
+  function toggleContext(item) {
+    if (!item) return;
+    contextShown = !item.classList.contains("ctx-open");
+    openContext(item);
+  }
+
   items().forEach(function (item, index) {
     item.addEventListener("click", function (event) {
+      if (event.target.closest("[data-ctx-toggle]")) { toggleContext(item); return; }
       if (event.target.closest("a, summary, button")) return;
       select(index);
     });
@@ -82,21 +119,97 @@
 
   // -- viewer: pages or text, zoom --------------------------------------------------------------
 
-  function setZoom(next) {
+  function remember() {
+    try { window.localStorage.setItem(ZOOM_KEY, fit ? "fit" : String(zoom)); } catch (e) { /* private mode */ }
+  }
+  function setZoom(next, keep) {
     if (!pages) return;
     pages.classList.remove("zoom-" + zoom);
     zoom = next;
     pages.classList.add("zoom-" + zoom);
+    setFit(false, true);
     var level = one("#zoom-level");
     if (level) level.textContent = zoom + "%";
+    if (!keep) remember();
   }
   function stepZoom(step) {
     var at = ZOOMS.indexOf(zoom);
-    setZoom(step === 0 ? 100 : ZOOMS[Math.max(0, Math.min(ZOOMS.length - 1, at + step))]);
+    setZoom(ZOOMS[Math.max(0, Math.min(ZOOMS.length - 1, at + step))]);
+  }
+
+  // Fit width: the page's printed area (its margins cut away) fills the viewer, so a dense
+  // report reads larger in a narrow viewer. The margins are measured on the page image
+  // itself (same origin), so scans work as well as born-digital pages.
+  function inkBounds(img) {
+    var w = img.naturalWidth, h = img.naturalHeight;
+    if (!w || !h) return null;
+    var scale = Math.min(1, 400 / w);
+    var cw = Math.max(1, Math.round(w * scale)), ch = Math.max(1, Math.round(h * scale));
+    var canvas = document.createElement("canvas");
+    canvas.width = cw; canvas.height = ch;
+    var ctx = canvas.getContext("2d", {willReadFrequently: true});
+    if (!ctx) return null;
+    ctx.drawImage(img, 0, 0, cw, ch);
+    var data;
+    try { data = ctx.getImageData(0, 0, cw, ch).data; } catch (e) { return null; }
+    var left = cw, right = -1;
+    for (var y = 0; y < ch; y += 2) {
+      for (var x = 0; x < cw; x++) {
+        var i = (y * cw + x) * 4;
+        if (data[i] + data[i + 1] + data[i + 2] < 600) {
+          if (x < left) left = x;
+          if (x > right) right = x;
+        }
+      }
+    }
+    if (right < left) return null;
+    var pad = 0.015;
+    return {left: Math.max(0, left / cw - pad), right: Math.min(1, (right + 1) / cw + pad)};
+  }
+  function fitFrame(frame) {
+    var img = one("img", frame);
+    if (!img) return;
+    if (!img.complete || !img.naturalWidth) {
+      img.addEventListener("load", function () { if (fit) fitFrame(frame); }, {once: true});
+      return;
+    }
+    if (!frame.dataset.ink) {
+      var ink = inkBounds(img);
+      frame.dataset.ink = ink ? ink.left.toFixed(4) + " " + ink.right.toFixed(4) : "0 1";
+    }
+    var parts = frame.dataset.ink.split(" ").map(parseFloat);
+    var width = Math.max(0.2, parts[1] - parts[0]);
+    // CSSOM custom properties, not a style attribute: the policy forbids inline styles.
+    frame.style.setProperty("--fit-scale", String(1 / width));
+    frame.style.setProperty("--fit-left", String(parts[0]));
+  }
+  function setFit(on, keep) {
+    if (!pages) return;
+    fit = on;
+    pages.classList.toggle("fit-width", on);
+    all("[data-zoom='fit']").forEach(function (b) { b.setAttribute("aria-pressed", String(on)); });
+    if (on) {
+      pages.classList.remove("zoom-" + zoom);
+      zoom = 100;
+      pages.classList.add("zoom-100");
+      var level = one("#zoom-level");
+      if (level) level.textContent = "Fit";
+      all(".page-frame", pages).forEach(fitFrame);
+    }
+    if (!keep) remember();
   }
   all("[data-zoom]").forEach(function (button) {
-    button.addEventListener("click", function () { stepZoom(parseInt(button.dataset.zoom, 10)); });
+    button.addEventListener("click", function () {
+      if (button.dataset.zoom === "fit") setFit(!fit); else stepZoom(parseInt(button.dataset.zoom, 10));
+    });
   });
+  (function restoreZoom() {
+    if (!pages || !user) return;
+    var saved = null;
+    try { saved = window.localStorage.getItem(ZOOM_KEY); } catch (e) { return; }
+    if (saved === "fit") setFit(true, true);
+    else if (saved && ZOOMS.indexOf(parseInt(saved, 10)) >= 0) setZoom(parseInt(saved, 10), true);
+  })();
   all("[data-view]").forEach(function (button) {
     button.addEventListener("click", function () {
       var text = button.dataset.view === "text";
@@ -246,7 +359,8 @@
     if (!form || form.querySelector("fieldset:disabled")) return false;
     correcting = true;
     workspace.classList.add("correcting");
-    one("#type-picker").focus();
+    one("#type-picker").focus({preventScroll: true});
+    reveal();
     return true;
   }
   function stopCorrecting() {
@@ -273,6 +387,65 @@
     activate(row);
     changed();
     startCorrecting();
+    // The new row, and what the key will record, stay in view (the preview below them
+    // never pushes them out).
+    reveal();
+    if (!visibleIn(row)) row.scrollIntoView({block: "nearest"});
+  }
+
+  // -- keys act on what is on screen ------------------------------------------------------------
+
+  function visibleIn(element) {
+    // Whole within the window (above a fixed action bar) and within every scrolling parent.
+    if (!element || !shown(element)) return false;
+    var rect = element.getBoundingClientRect();
+    var bottom = window.innerHeight;
+    var bar = one(".decision-actions");
+    if (bar && window.getComputedStyle(bar).position === "fixed") bottom = bar.getBoundingClientRect().top;
+    if (rect.top < 0 || rect.bottom > bottom + 1) return false;
+    for (var parent = element.parentElement; parent && parent !== document.body; parent = parent.parentElement) {
+      var overflow = window.getComputedStyle(parent).overflowY;
+      if (overflow === "auto" || overflow === "scroll") {
+        var box = parent.getBoundingClientRect();
+        if (rect.top < box.top - 1 || rect.bottom > box.bottom + 1) return false;
+      }
+    }
+    return true;
+  }
+  // What the machine said and what a saving key records: the type line, the segment rows,
+  // and the will-record line.
+  function answerParts() {
+    return [one(".classified"), one("#segment-rows"), one("#will-record")].filter(function (el) {
+      return el && shown(el);
+    });
+  }
+  function answerInView() { return answerParts().every(visibleIn); }
+  // Starting to work in the panel (C, B, taking an answer) shows it: the type keys, the rows
+  // and what Enter will record, so the saving key that follows acts on what is on screen.
+  function reveal() {
+    var parts = [one("#type-picker")].concat(answerParts()).filter(function (el) {
+      return el && shown(el);
+    });
+    if (!parts.length || parts.every(visibleIn)) return;
+    parts[0].scrollIntoView({block: "start"});
+    var last = parts[parts.length - 1];
+    if (!visibleIn(last)) last.scrollIntoView({block: "end"});
+  }
+  function bringAnswer(text) {
+    var parts = answerParts();
+    if (!parts.length) return;
+    var note = one("#panel-note");
+    if (note) {
+      // The note first, above the answer, so it is read with it.
+      note.textContent = text;
+      note.hidden = false;
+      parts.unshift(note);
+    } else {
+      say(text);
+    }
+    var first = parts[0], last = parts[parts.length - 1];
+    first.scrollIntoView({block: "start"});
+    if (!visibleIn(last)) last.scrollIntoView({block: "end"});
   }
 
   if (form) {
@@ -292,10 +465,6 @@
     form.addEventListener("input", summarise);
     refreshKeys();
     summarise();
-    // A new preview (what saving would record) is brought into view inside the panel.
-    form.addEventListener("htmx:afterSwap", function (event) {
-      if (event.target.id === "correction-preview") event.target.scrollIntoView({block: "nearest"});
-    });
   }
   all("[data-split]").forEach(function (button) {
     button.addEventListener("click", function () { split(parseInt(button.dataset.split, 10)); });
@@ -320,6 +489,10 @@
       var plainButton = target.tagName === "BUTTON" && !target.classList.contains("type-key");
       if (key === "Enter" && target.tagName !== "TEXTAREA" && !plainButton) {
         event.preventDefault();
+        if (!answerInView()) {
+          bringAnswer("Nothing was recorded: here is what Enter will record. Check it, then press Enter again.");
+          return;
+        }
         press(one("#correct-button"));
         return;
       }
@@ -340,6 +513,10 @@
         if (one("#will-record") && one("#will-record").dataset.action !== "validate") {
           say("Nothing was recorded: the panel shows a correction. Press Enter to save it, " +
             "or R to put the machine's answer back and validate it.");
+          break;
+        }
+        if (!answerInView()) {
+          bringAnswer("Nothing was recorded: this is what the machine said. Press V again to validate it.");
           break;
         }
         press(validate);
@@ -363,8 +540,10 @@
         break;
       case "j": event.preventDefault(); select(current + 1); break;
       case "k": event.preventDefault(); select(current - 1); break;
+      case "e": if (items().length) { event.preventDefault(); toggleContext(contextItem()); } break;
       case "+": case "=": if (pages) { event.preventDefault(); stepZoom(1); } break;
       case "-": if (pages) { event.preventDefault(); stepZoom(-1); } break;
+      case "w": if (pages && one(".page-frame", pages)) { event.preventDefault(); setFit(!fit); } break;
     }
   });
 })();

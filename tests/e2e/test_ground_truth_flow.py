@@ -432,7 +432,9 @@ def test_300_random_key_sequences_record_exactly_what_the_panel_showed(
                 decisions.packet_reopen(packet=done, user=people["ada"])
             continue
         rita.goto(f"{live_server.url}/review/packets/{open_packet.pk}/")
+        pressed: list[str] = []
         for key in rng.choices(KEYS, k=rng.randint(1, 8)):
+            pressed.append(key)
             before = Review.objects.count()
             shown = panel() if key in ("v", "Enter") else None
             requests_before, loads_before = len(documents), len(loads)
@@ -442,7 +444,7 @@ def test_300_random_key_sequences_record_exactly_what_the_panel_showed(
             if after == before:
                 continue
             # A decision was recorded: by a saving key, of exactly what the panel showed.
-            assert after == before + 1 and shown is not None, (key, shown)
+            assert after == before + 1 and shown is not None, (pressed, shown, rita.url)
             review = Review.objects.select_related("ground_truth").latest("finished_at")
             recorded_segments = [
                 [a, b, t.value] for a, b, t in segmentation_of(review.ground_truth.classification)

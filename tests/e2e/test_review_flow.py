@@ -74,10 +74,11 @@ def test_next_then_v_validates_and_the_export_row_names_the_reviewer(
 
     keys(page, "n")
     page.wait_for_url(packet_url(live_server, packet))
-    blocker = page.locator("li.issue", has_text="administrative_with_report")
+    blocker = page.locator("li.issue[data-code=administrative_with_report]")
+    expect(blocker.locator("h3")).to_contain_text("Reads like paperwork")
     expect(blocker.locator(".badge")).to_have_text("BLOCKER")
     expect(blocker.locator("mark").first).to_contain_text("invasive ductal carcinoma")
-    expect(page.locator("li.issue", has_text="fabricated_evidence")).to_contain_text(
+    expect(page.locator("li.issue[data-code=fabricated_evidence]")).to_contain_text(
         "Not found in the document."
     )
 

@@ -217,8 +217,9 @@ def test_a_failed_re_ask_keeps_the_first_attempt_and_escalates_with_the_failure(
     assert (run.llm_calls, run.llm_requests) == (2, 4)
     packet = ReviewPacket.objects.get(run=run)
     page = reviewer_client.get(reverse("review:packet", args=[packet.pk])).content.decode()
-    assert "Escalated because: re-ask unavailable (HTTP 503" in page
-    assert "fabricated_evidence" in page
+    # In words: the reasons, the failed re-ask among them (its code is for Admins).
+    assert "the language model could not be asked a second time" in page
+    assert "Evidence not in the document" in page and 'data-code="fabricated_evidence"' in page
 
 
 def test_a_run_whose_llm_keeps_failing_waits_and_is_not_failed(gemini, settings, pages):

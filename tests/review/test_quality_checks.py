@@ -191,7 +191,7 @@ def test_an_agreeing_audit_shows_the_comparison_and_keeps_the_ground_truth(
     assert sample.agrees is True and sample.auditor == reviewer and sample.correction is None
     assert GroundTruth.objects.filter(document=sample.document).count() == 1
     html = client.get(reverse("review:audit", args=[sample.pk])).content.decode()
-    assert 'data-agrees="yes"' in html and "The machine (offline)" in html
+    assert 'data-agrees="yes"' in html and "The machine (the built-in rules classifier)" in html
     assert 'id="decision-form"' not in html
     truth = GroundTruth.objects.get(document=sample.document)
     assert truth.state == GroundTruth.State.FINAL  # the audit agreed: the answer is settled

@@ -117,7 +117,7 @@ def test_the_preview_shows_the_reason_and_fields_and_saving_reuses_them(reviewer
     body = preview.content.decode()
     assert preview.status_code == 200 and "<html" not in body
     assert "Split pages 1-7 (Pathology Report) into 1-3 Pathology Report, 4-7 Genomic" in body
-    assert "msi_status" in body and "extracted again" in body
+    assert "MSI status" in body and "extracted again" in body
     assert calls == ["pathology", "genomic"]
     assert client.post(reverse("review:correct", args=[packet.pk]), split).status_code == 302
     assert calls == ["pathology", "genomic"]  # saved without extracting again
