@@ -8,7 +8,8 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import FileResponse, HttpResponse
+from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
@@ -137,7 +138,9 @@ def document_detail(request: HtmxHttpRequest, document_id: str) -> HttpResponse:
 
 
 @login_required
-def document_page_image(request: HtmxHttpRequest, document_id: str, number: int) -> FileResponse:
+def document_page_image(
+    request: HtmxHttpRequest, document_id: str, number: int
+) -> HttpResponseBase:
     require_permission(request, "documents.view_document")
     document = get_object_or_404(Document, pk=document_id)
     return page_png(request, document, number)
