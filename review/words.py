@@ -320,6 +320,40 @@ def issue_words(issue: dict[str, Any], output: ClassificationOutput | None = Non
             "A check could not run",
             "an automatic check could not run, so a clinician must confirm the type",
         )
+    if code == "keyword_evidence":
+        return said(
+            "Evidence is a list of keywords",
+            f"the classifier's evidence for {named} in {where} is a list of keywords or a line "
+            "naming the document's type, not a finding: such lines can be planted to steer it",
+        )
+    if code == "report_without_structure":
+        return said(
+            "No report structure",
+            f"{where} is labelled {label}, but shows none of a {label}'s structure (its "
+            "sections, such as a diagnosis with its specimen, or findings and an impression): "
+            "its words alone do not make one",
+        )
+    if code == "structure_of_another_type":
+        return said(
+            "Built like another type",
+            f"{where} is labelled {label}, but is built like another kind of document (its "
+            "sections are those of another type)",
+        )
+    if code == "missed_boundary":
+        return said(
+            "A document may start inside it",
+            f"page {page:.0f} reads as the start of a new document (a new title, patient, "
+            "date or page count), but the classifier did not start one there"
+            if page
+            else "a page reads as the start of a new document, but the classifier did not "
+            "start one there",
+        )
+    if code == "gate_abstained":
+        return said(
+            "The independent check is not sure",
+            "the independent check agrees with the classifier but is not sure enough to "
+            "confirm it, and nothing else independent of the model confirms the type",
+        )
     if code == "independent_disagreement":
         title, reason = _disagreement(message, location)
         return IssueWords(title=title, sentence=_cap(reason) + ".", reason=reason)
