@@ -16,6 +16,7 @@ from config.env import (
     env_json,
     env_list,
     env_str,
+    storage_from_url,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -163,6 +164,15 @@ SITE_URL = env_str("SITE_URL", "http://localhost:8000").rstrip("/")
 
 MEDIA_URL = "media/"  # never served publicly: documents are patient data
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or BASE_DIR / "var" / "media")
+# Where uploads and page images are kept: this machine's disk under MEDIA_ROOT (empty), or an
+# S3-compatible bucket, s3://BUCKET/PREFIX?endpoint_url=...&region=... (config.env
+# storage_from_url; credentials from the standard AWS variables), which web processes and
+# workers on any number of machines share, with nothing else but the database and Redis.
+STORAGE_URL = env_str("STORAGE_URL").strip()
+STORAGES = {
+    "default": storage_from_url(STORAGE_URL),
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
 
 # Served over HTTPS (behind a TLS-terminating proxy): turn on every transport protection.
 HTTPS = env_bool("HTTPS", False)

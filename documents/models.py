@@ -131,6 +131,10 @@ class Page(models.Model):
     image_error = models.CharField(
         max_length=16, choices=ImageError.choices, blank=True, default="", db_default=""
     )
+    # The lease of the process drawing this page's images (documents.services.page_lock):
+    # one drawing per page at a time across every process and machine; a lease whose holder
+    # died runs out by itself.
+    drawing_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["document", "number"]
