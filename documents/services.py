@@ -468,14 +468,11 @@ def _image_names(document: Document, number: int) -> dict[str, str]:
 
 def _image_error(document: Document, number: int) -> str:
     """The page's remembered failure ("" when none). Raises PageGone when the page is gone."""
-    found = list(
-        Page.objects.filter(document=document, number=number).values_list("image_error", flat=True)[
-            :1
-        ]
-    )
-    if not found:
+    rows = Page.objects.filter(document=document, number=number)
+    found: str | None = rows.values_list("image_error", flat=True).first()
+    if found is None:
         raise PageGone(f"page {number} of {document.pk}")
-    return found[0]
+    return found
 
 
 @contextlib.contextmanager

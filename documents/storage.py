@@ -26,11 +26,6 @@ logger = logging.getLogger(__name__)
 PAGE_IMAGES = "page-images"
 
 
-def is_local() -> bool:
-    """Whether files are kept on this machine's disk (MEDIA_ROOT) rather than in a bucket."""
-    return isinstance(_backend(), FileSystemStorage)
-
-
 def _backend() -> Any:
     """The default storage (what ``Document.file`` uses too), as settings.STORAGES has it."""
     return storages["default"]

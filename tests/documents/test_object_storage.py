@@ -185,6 +185,7 @@ def test_page_images_are_drawn_once_into_the_bucket_and_the_review_pages_read_th
     assert files_under(media_root) == []
 
 
+@pytest.mark.postgres  # concurrent writers (see test_page_images)
 @pytest.mark.django_db(transaction=True)
 def test_one_drawing_per_page_holds_without_a_shared_disk(bucket, monkeypatch):
     """The lease is a row in the database, which every machine shares: concurrent requests

@@ -197,6 +197,10 @@ def test_text_files_and_a_switched_off_prerender_queue_nothing(settings, patholo
 # -- one drawing per page ----------------------------------------------------------------------
 
 
+# Eight threads taking a row lease at once: SQLite's in-memory test database (shared cache)
+# answers concurrent writers "table is locked" at once instead of waiting, as a database file
+# (busy timeout) or PostgreSQL does.
+@pytest.mark.postgres
 def test_concurrent_requests_for_a_page_draw_it_once(monkeypatch):
     document = stored()
     drawings = Drawings(monkeypatch, delay=0.5)
