@@ -29,6 +29,7 @@ from django.test.utils import override_settings
 from benchmarks.llm_bench import Workers, database_url
 from benchmarks.pdfgen import text_pdf
 from documents.models import Document
+from documents.services import page_images_delete
 
 PREFIX = "bench-bulk-"  # every generated file's name starts with this and the run's tag
 TEXT_SHARE = 0.12  # share of .txt files; the rest are text-layer PDFs of 1-6 pages
@@ -271,9 +272,7 @@ def cleanup(tag: str) -> int:
     removed = 0
     for document in documents.iterator():
         document.file.delete(save=False)
-        shutil.rmtree(
-            Path(settings.MEDIA_ROOT) / "page-images" / str(document.pk), ignore_errors=True
-        )
+        page_images_delete(document=document)
         removed += 1
     documents.delete()
     return removed

@@ -14,20 +14,18 @@ measurement is a fresh browser context (nothing cached), logged in beforehand.
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
 import time
 import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import connections
 
 from documents.models import Document, Page
-from documents.services import page_images_render
+from documents.services import page_images_delete, page_images_render
 
 VIEWPORT = {"width": 1280, "height": 800}
 CHROMIUM_ARGS = [
@@ -184,9 +182,7 @@ def clear_images(documents: Iterable[Document]) -> None:
     """Forget the drawn page images of ``documents`` (files and remembered failures): the state
     of a page no job has drawn."""
     for document in documents:
-        shutil.rmtree(
-            Path(settings.MEDIA_ROOT) / "page-images" / str(document.pk), ignore_errors=True
-        )
+        page_images_delete(document=document)
         Page.objects.filter(document=document).exclude(image_error="").update(image_error="")
 
 

@@ -110,3 +110,72 @@ def database_from_url(url: str, *, base_dir: str) -> dict[str, Any]:
     raise ImproperlyConfigured(
         f"DATABASE_URL scheme {scheme!r} is not supported (use postgres:// or sqlite:///)."
     )
+
+
+# Query parameters a STORAGE_URL may carry, and the S3Storage option each sets.
+_S3_PARAMETERS = {
+    "endpoint_url": "endpoint_url",
+    "region": "region_name",
+    "addressing_style": "addressing_style",
+}
+_ADDRESSING_STYLES = {"auto", "path", "virtual"}
+
+
+def storage_from_url(url: str) -> dict[str, Any]:
+    """The STORAGES["default"] entry for a STORAGE_URL: empty means this machine's disk
+    (MEDIA_ROOT); ``s3://BUCKET/PREFIX?endpoint_url=URL&region=REGION&addressing_style=path``
+    an S3-compatible bucket through django-storages (AWS, MinIO, Ceph, ...). Credentials come
+    from the standard AWS sources (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile, an
+    instance role), never from the URL. Objects are written private (no ACL: the bucket's own,
+    which must not be public) and are only ever read through Vetted's views, behind login: no
+    public or signed URLs are handed out."""
+    if not url:
+        # Files are written readable by the server's user only (FILE_UPLOAD_*_PERMISSIONS).
+        return {"BACKEND": "django.core.files.storage.FileSystemStorage"}
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "s3":
+        raise ImproperlyConfigured(
+            f"STORAGE_URL scheme {parts.scheme!r} is not supported: use "
+            "s3://bucket/prefix?endpoint_url=...&region=..., or leave it empty for local disk."
+        )
+    if parts.username or parts.password:
+        raise ImproperlyConfigured(
+            "STORAGE_URL must not carry credentials: set AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY (or use a profile or an instance role)."
+        )
+    bucket = parts.hostname or ""
+    if not bucket:
+        raise ImproperlyConfigured("STORAGE_URL names no bucket (s3://BUCKET/prefix).")
+    prefix = unquote(parts.path).strip("/")
+    if ".." in prefix.split("/"):
+        raise ImproperlyConfigured(f"STORAGE_URL prefix {prefix!r} may not contain '..'.")
+    options: dict[str, Any] = {
+        "bucket_name": bucket,
+        "location": prefix,
+        # Private objects: no ACL is sent, so the bucket's (private) default applies.
+        "default_acl": None,
+        # Vetted never hands out a file's URL; if anything asked, it would be signed.
+        "querystring_auth": True,
+        # The names Vetted writes are its own (a document's id, a page's number and size):
+        # writing one again replaces it, as on disk.
+        "file_overwrite": True,
+    }
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key not in _S3_PARAMETERS:
+            known = ", ".join(sorted(_S3_PARAMETERS))
+            raise ImproperlyConfigured(f"STORAGE_URL parameter {key!r} is not known (use {known}).")
+        if not value:
+            raise ImproperlyConfigured(f"STORAGE_URL parameter {key!r} is empty.")
+        options[_S3_PARAMETERS[key]] = value
+    endpoint = options.get("endpoint_url")
+    if endpoint is not None and urlsplit(endpoint).scheme not in {"http", "https"}:
+        raise ImproperlyConfigured(
+            f"STORAGE_URL endpoint_url {endpoint!r} must be an http:// or https:// URL."
+        )
+    style = options.get("addressing_style")
+    if style is not None and style not in _ADDRESSING_STYLES:
+        raise ImproperlyConfigured(
+            f"STORAGE_URL addressing_style {style!r} must be one of "
+            f"{', '.join(sorted(_ADDRESSING_STYLES))}."
+        )
+    return {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": options}

@@ -18,6 +18,7 @@ from config.env import (
     env_json,
     env_list,
     env_str,
+    storage_from_url,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -200,6 +201,19 @@ SCIM_SERVICE_PROVIDER = {
 
 MEDIA_URL = "media/"  # never served publicly: documents are patient data
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or BASE_DIR / "var" / "media")
+# Where uploads and page images are kept: this machine's disk under MEDIA_ROOT (empty), or an
+# S3-compatible bucket, s3://BUCKET/PREFIX?endpoint_url=...&region=... (config.env
+# storage_from_url; credentials from the standard AWS variables), which web processes and
+# workers on any number of machines share, with nothing else but the database and Redis.
+STORAGE_URL = env_str("STORAGE_URL").strip()
+STORAGES = {
+    "default": storage_from_url(STORAGE_URL),
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+# Documents are deleted this many days after their upload (their file, pages, page images,
+# runs and review records), their ground truth kept de-identified and the deletion in the
+# audit log (documents.retention); 0 keeps them for ever.
+RETENTION_DAYS = env_int("RETENTION_DAYS", 0, minimum=0)
 
 # Served over HTTPS (behind a TLS-terminating proxy): turn on every transport protection.
 HTTPS = env_bool("HTTPS", False)
@@ -341,6 +355,9 @@ if LLM_DAILY_BUDGET_USD > 0 and GEMINI_MODEL not in LLM_PRICES:
     )
 # Answers are cached this many days (the same text asked the same way costs nothing); 0 = off.
 LLM_CACHE_DAYS = env_int("LLM_CACHE_DAYS", 30, minimum=0)
+if RETENTION_DAYS:
+    # A cached answer quotes the pages it was given: it is kept no longer than the documents.
+    LLM_CACHE_DAYS = min(LLM_CACHE_DAYS, RETENTION_DAYS)
 # A run waiting for the language model longer than this fails (the API is down for good).
 LLM_WAIT_MAX_HOURS = env_float("LLM_WAIT_MAX_HOURS", 24.0)
 # The independent gate: the second classifier's agreement stands in for the same-model LLM

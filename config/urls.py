@@ -1,8 +1,6 @@
 from __future__ import annotations
 
 import logging
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -15,6 +13,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from api.urls import urls as api_urls
+from documents import storage
 from documents import urls as documents_urls
 from integrations import scim
 from integrations.sso import VettedLoginView, admin_login
@@ -36,12 +35,9 @@ def _check_redis() -> None:
 
 
 def _check_media() -> None:
-    """Uploads are stored here: it must take a file (written and removed again)."""
-    root = Path(settings.MEDIA_ROOT)
-    root.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=root, prefix=".healthz-", delete=True) as probe:
-        probe.write(b"ok")
-        probe.flush()
+    """Uploads are stored here: MEDIA_ROOT must take a file (written and removed again), or
+    the bucket (STORAGE_URL) must answer with these credentials."""
+    storage.probe()
 
 
 @login_not_required

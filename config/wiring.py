@@ -7,6 +7,7 @@ events of ``core.events``) and this module connects them, once, when Django star
     reliability ──run decided──▶ review (ground truth or a review packet)
     review ──ground truth──▶ reliability (training data, few-shot examples)
     every app ──events──▶ integrations (webhooks)
+    documents ──retention──▶ reliability, review (what holds a document; what goes with it)
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from documents import hooks as document_hooks
 from documents.models import Document
 from integrations.services import event_emit
 from reliability import hooks as reliability_hooks
+from reliability import services as reliability_services
 from reliability.services import run_start
 from review import selectors as review_selectors
+from review.services import retention as review_retention
 from review.services.decisions import run_outcome_record
 
 
@@ -44,8 +47,28 @@ def send_webhooks(kind: str, data: dict[str, Any]) -> None:
     event_emit(kind=kind, data=data)
 
 
+def erase_document_records(document: Document, record: dict[str, Any]) -> None:
+    """A document deleted under the retention policy: review's records first (its packets
+    and audits refer to the runs), then reliability's runs; then the deletion, with what went,
+    in the audit log."""
+    erased = review_retention.document_review_erase(document=document)
+    runs = reliability_services.document_runs_erase(document=document)
+    review_retention.document_deletion_audit(
+        document=document,
+        detail={
+            **record,
+            **erased,
+            "runs": runs.get("run", 0),
+            "extractions": runs.get("extraction", 0),
+        },
+    )
+
+
 def connect() -> None:
     document_hooks.document_ready.connect(classify_when_ready)
+    document_hooks.retention_holds.connect(reliability_services.retention_holds)
+    document_hooks.retention_holds.connect(review_retention.retention_holds)
+    document_hooks.document_erasing.connect(erase_document_records)
     reliability_hooks.run_decided.connect(record_run_outcome)
     reliability_hooks.training_ground_truth.connect(review_selectors.training_ground_truth)
     reliability_hooks.corrected_examples.connect(review_selectors.corrected_examples)

@@ -26,6 +26,10 @@ class Document(models.Model):
         INGESTING = "ingesting", "Ingesting"
         READY = "ready", "Ready"
         FAILED = "failed", "Failed"
+        # Past RETENTION_DAYS (documents.retention): the file, pages and page images are
+        # gone, and so are the filename and the file's hash; the row stays, so that the
+        # document's ground truth (de-identified) keeps the id it was exported under.
+        DELETED = "deleted", "Deleted (retention)"
 
     class Quality(models.TextChoices):
         OK = "ok", "OK"
@@ -34,7 +38,9 @@ class Document(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     file = models.FileField(upload_to=document_upload_path, max_length=255)
     original_filename = models.CharField(max_length=255)
-    sha256 = models.CharField(max_length=64, unique=True)
+    # None once the document is deleted: a file's hash could still tell whether a given file
+    # was held, and a new upload of the same file is a new document.
+    sha256 = models.CharField(max_length=64, unique=True, null=True, blank=True)
     mime_type = models.CharField(max_length=64)
     size_bytes = models.PositiveBigIntegerField()
     page_count = models.PositiveIntegerField(default=0)
@@ -59,19 +65,33 @@ class Document(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)  # when retention deleted it
 
     class Meta:
         ordering = ["-created_at"]
+        # Also retention's: documents of a status uploaded before a day.
         indexes = [models.Index(fields=["status", "-created_at"])]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(status__in=["uploaded", "ingesting", "ready", "failed"]),
+                condition=models.Q(
+                    status__in=["uploaded", "ingesting", "ready", "failed", "deleted"]
+                ),
                 name="document_status_valid",
+            ),
+            # A deleted document keeps nothing that names the patient or the file.
+            models.CheckConstraint(
+                condition=~models.Q(status="deleted")
+                | models.Q(original_filename="", sha256__isnull=True, deleted_at__isnull=False),
+                name="document_deleted_is_emptied",
             ),
         ]
 
     def __str__(self) -> str:
-        return self.original_filename
+        return self.original_filename or f"Deleted document {self.pk}"
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.status == self.Status.DELETED
 
     @property
     def is_pdf(self) -> bool:
@@ -131,6 +151,10 @@ class Page(models.Model):
     image_error = models.CharField(
         max_length=16, choices=ImageError.choices, blank=True, default="", db_default=""
     )
+    # The lease of the process drawing this page's images (documents.services.page_lock):
+    # one drawing per page at a time across every process and machine; a lease whose holder
+    # died runs out by itself.
+    drawing_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["document", "number"]

@@ -4,24 +4,23 @@ the page images."""
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import logging
-import os
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from datetime import timedelta
+from typing import IO, Any
 
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from core import events, jobs
 from core.bulk import bulk_insert
+from documents import storage
 from documents.images import THUMBNAIL_DPI
 from documents.jobs import INGEST, RENDER
 from documents.jobs import QUEUE_UNREACHABLE as QUEUE_UNREACHABLE
@@ -417,24 +416,39 @@ def document_retry(*, document: Document) -> bool:
 
 # -- page images ---------------------------------------------------------------------------------
 #
-# Each PDF page is drawn at two sizes (PAGE_SIZES) into MEDIA_ROOT/page-images/<document>/,
-# both at once in one sandboxed child, by the render job after ingestion (RENDER) or, for a
-# page it has not reached, by the first request that asks. A page is drawn by one process at a
-# time (a lock file beside its images); a page that cannot be drawn is remembered
-# (Page.image_error) and not drawn again.
+# Each PDF page is drawn at two sizes (PAGE_SIZES) into the storage (documents.storage:
+# MEDIA_ROOT or the bucket) under page-images/<document>/, both at once in one sandboxed child,
+# by the render job after ingestion (RENDER) or, for a page it has not reached, by the first
+# request that asks. A page is drawn by one process at a time on any machine (a lease on its
+# row, page_lock); a page that cannot be drawn is remembered (Page.image_error) and not drawn
+# again.
 
 PAGE_SIZES = ("page", "thumb")  # the viewer's (PAGE_IMAGE_DPI) and the page strip's
-LOCK_POLL_SECONDS = 0.02  # how often a request waiting for a page's drawing looks again
+# How often a process waiting for another's drawing of a page asks again (a query each time).
+LOCK_POLL_SECONDS = 0.05
+# A lease outlives the drawing it covers: the sandbox stops a drawing after
+# SANDBOX_RENDER_SECONDS; reading the file and writing the images get this much more.
+LEASE_MARGIN_SECONDS = 30
+
+
+class PageGone(FileNotFoundError):
+    """The page's row is gone: its document was deleted (documents.retention)."""
 
 
 @dataclass(frozen=True)
 class PageImage:
-    """A page image as a request gets it: ``path`` when it is drawn; ``error`` (a
-    Page.ImageError code) when the page cannot be drawn; neither when another process is still
-    drawing it (ask again shortly)."""
+    """A page image as a request gets it: ``name`` (in the storage) when it is drawn;
+    ``error`` (a Page.ImageError code) when the page cannot be drawn; neither when another
+    process is still drawing it (ask again shortly)."""
 
-    path: Path | None = None
+    name: str | None = None
     error: str = ""
+
+    def open(self) -> IO[bytes]:
+        """The PNG, for reading (FileNotFoundError if it was deleted meanwhile)."""
+        if self.name is None:
+            raise FileNotFoundError("no image")
+        return storage.open_file(self.name)
 
 
 def _size_dpi(size: str) -> int:
@@ -445,84 +459,80 @@ def _size_dpi(size: str) -> int:
     raise ValueError(f"unknown page image size {size!r}")
 
 
-def _image_paths(document: Document, number: int) -> dict[str, Path]:
-    """Where page ``number``'s images are cached, by size (the name carries the resolution,
-    so a new PAGE_IMAGE_DPI draws anew)."""
-    cache = Path(settings.MEDIA_ROOT) / "page-images" / str(document.pk)
-    return {size: cache / f"{number}-{_size_dpi(size)}.png" for size in PAGE_SIZES}
+def _image_names(document: Document, number: int) -> dict[str, str]:
+    """Where page ``number``'s images are kept, by size (the name carries the resolution, so
+    a new PAGE_IMAGE_DPI draws anew)."""
+    folder = storage.page_images_folder(document.pk)
+    return {size: f"{folder}/{number}-{_size_dpi(size)}.png" for size in PAGE_SIZES}
 
 
 def _image_error(document: Document, number: int) -> str:
-    found = Page.objects.filter(document=document, number=number).values_list(
-        "image_error", flat=True
-    )
-    return next(iter(found), "")
-
-
-def _take_lock(fd: int, wait: float | None) -> bool:
-    if wait is None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return True
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(LOCK_POLL_SECONDS)
+    """The page's remembered failure ("" when none). Raises PageGone when the page is gone."""
+    rows = Page.objects.filter(document=document, number=number)
+    found: str | None = rows.values_list("image_error", flat=True).first()
+    if found is None:
+        raise PageGone(f"page {number} of {document.pk}")
+    return found
 
 
 @contextlib.contextmanager
-def page_lock(directory: Path, number: int, *, wait: float | None) -> Iterator[bool]:
-    """The right to draw page ``number``, across this machine's processes and threads: a
-    ``flock`` on a file beside the page's images, which the kernel releases if its holder dies
-    (the images are cached on this machine's disk, so the lock is kept there too). Yields
-    whether it was taken within ``wait`` seconds (None: however long the holder takes; a
-    holder draws within the sandbox's limits)."""
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(directory / f"{number}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        if not _take_lock(fd, wait):
+def page_lock(document: Document, number: int, *, wait: float | None) -> Iterator[bool]:
+    """The right to draw page ``number``, across every process and thread on every machine:
+    a lease on the page's row (``Page.drawing_until``), taken by a conditional update when it
+    is free or has run out. The database is the one thing every web process and worker
+    shares, whether the images are on each machine's disk or in a bucket; a holder that dies
+    leaves a lease that runs out (SANDBOX_RENDER_SECONDS + LEASE_MARGIN_SECONDS) rather than a
+    page nobody may draw. Yields whether it was taken within ``wait`` seconds (None: however
+    long the holder takes). Raises PageGone when the page's row is gone."""
+    rows = Page.objects.filter(document=document, number=number)
+    lease = timedelta(seconds=settings.SANDBOX_RENDER_SECONDS + LEASE_MARGIN_SECONDS)
+    deadline = None if wait is None else time.monotonic() + wait
+    while True:
+        now = timezone.now()
+        until = now + lease
+        free = Q(drawing_until__isnull=True) | Q(drawing_until__lt=now)
+        if rows.filter(free).update(drawing_until=until):
+            break
+        if not rows.exists():
+            raise PageGone(f"page {number} of {document.pk}")
+        if deadline is not None and time.monotonic() >= deadline:
             yield False
             return
-        try:
-            yield True
-        finally:
-            # Explicitly: a sandboxed child forked meanwhile shares the open file.
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        time.sleep(LOCK_POLL_SECONDS)
+    try:
+        yield True
     finally:
-        os.close(fd)
-
-
-def _write_private(path: Path, content: bytes) -> None:
-    part = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.part")
-    with os.fdopen(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
-        out.write(content)
-    part.replace(path)  # atomic: a concurrent request never reads half an image
+        rows.filter(drawing_until=until).update(drawing_until=None)  # ours only
 
 
 # Drawing ahead yields the CPU to requests (an upload still being classified, a reviewer's page).
 BACKGROUND_NICE = 10
 
 
+def _read_file(document: Document) -> bytes:
+    """The document's stored file. Raises FileNotFoundError when it is missing."""
+    if not document.file:
+        raise FileNotFoundError(f"document {document.pk} has no file")
+    with document.file.open("rb") as handle:
+        data: bytes = handle.read()
+    return data
+
+
 def _draw(
     document: Document,
     number: int,
-    paths: dict[str, Path],
+    names: dict[str, str],
     data: bytes | None,
     *,
     background: bool = False,
 ) -> str:
     """Draw page ``number`` at every size in the sandbox (SANDBOX_RENDER_* limits; niced when
-    ``background``) and cache the images; the caller holds the page's lock. Returns "" or the
+    ``background``) and store the images; the caller holds the page's lock. Returns "" or the
     failure's code, which is recorded on the page; except a background drawing's timeout,
     which may be the machine's load rather than the page: that page is left to the first
     request that asks for it, drawn then at the request's priority."""
     if data is None:
-        with document.file.open("rb") as handle:
-            data = handle.read()
+        data = _read_file(document)
     started = time.monotonic()
     try:
         pngs: list[bytes] = run_sandboxed(
@@ -536,7 +546,7 @@ def _draw(
                 wall_seconds=settings.SANDBOX_RENDER_SECONDS,
                 nice=BACKGROUND_NICE if background else 0,
             ),
-            dpis=[_size_dpi(size) for size in paths],
+            dpis=[_size_dpi(size) for size in names],
             max_pixels=settings.PAGE_IMAGE_MAX_PIXELS,
         )
     except SandboxFailed as failed:
@@ -545,8 +555,14 @@ def _draw(
         logger.warning("page image id=%s page=%s: %s", document.pk, number, type(exc).__name__)
         code = Page.ImageError.DAMAGED
     else:
-        for path, png in zip(paths.values(), pngs, strict=True):
-            _write_private(path, png)
+        for name, png in zip(names.values(), pngs, strict=True):
+            storage.write_private(name, png)
+        if not Page.objects.filter(document=document, number=number).exists():
+            # Deleted while it was being drawn (documents.retention deletes the rows, then the
+            # images): whichever of us comes second removes them.
+            for name in names.values():
+                storage.delete(name)
+            raise PageGone(f"page {number} of {document.pk}")
         logger.info(
             "page image drawn id=%s page=%s seconds=%.3f",
             document.pk,
@@ -567,62 +583,72 @@ def _draw(
 def page_image(
     *, document: Document, number: int, size: str = "page", wait: float | None = None
 ) -> PageImage:
-    """Page ``number``'s image at ``size`` ("page" or "thumb") for a request: the cached file;
-    else the page's remembered failure; else drawn now (both sizes, in the sandbox) by the
-    first caller to take the page's lock, while the others wait for that one drawing, at most
-    ``wait`` seconds each: after that they get PageImage() (still being drawn).
+    """Page ``number``'s image at ``size`` ("page" or "thumb") for a request: the stored
+    image; else the page's remembered failure; else drawn now (both sizes, in the sandbox) by
+    the first caller to take the page's lock, while the others wait for that one drawing, at
+    most ``wait`` seconds each: after that they get PageImage() (still being drawn).
 
-    Raises FileNotFoundError when the document's file is missing."""
-    paths = _image_paths(document, number)
-    if paths[size].exists():
-        return PageImage(path=paths[size])
+    Raises FileNotFoundError when the document's file is missing, PageGone (one) when the
+    page is gone."""
+    names = _image_names(document, number)
+    if storage.exists(names[size]):
+        return PageImage(name=names[size])
     error = _image_error(document, number)
     if error:
         return PageImage(error=error)
-    with page_lock(paths[size].parent, number, wait=wait) as locked:
+    with page_lock(document, number, wait=wait) as locked:
         if not locked:
             return PageImage()
         # Whoever held the lock before may have drawn the page, or found it cannot be drawn.
-        if paths[size].exists():
-            return PageImage(path=paths[size])
-        error = _image_error(document, number) or _draw(document, number, paths, None)
-    return PageImage(error=error) if error else PageImage(path=paths[size])
+        if storage.exists(names[size]):
+            return PageImage(name=names[size])
+        error = _image_error(document, number) or _draw(document, number, names, None)
+    return PageImage(error=error) if error else PageImage(name=names[size])
 
 
 def page_images_render(*, document: Document) -> tuple[int, int]:
     """Draw every page of a PDF that lacks an image at some size and has no remembered
     failure, each under its lock (a page a request is drawing is waited for, not drawn
     twice), in the background (niced). Returns (pages drawn, pages that cannot be drawn). The
-    render job's work.
+    render job's work. Stops when the document is deleted meanwhile.
 
     Raises FileNotFoundError when the document's file is missing."""
     if not document.is_pdf:
         return 0, 0
     errors = dict(Page.objects.filter(document=document).values_list("number", "image_error"))
+    stored = storage.names_in(storage.page_images_folder(document.pk))  # one listing
     data: bytes | None = None
     drawn = failed = 0
-    for number in range(1, document.page_count + 1):
-        paths = _image_paths(document, number)
-        if errors.get(number):
-            failed += 1
-            continue
-        if all(path.exists() for path in paths.values()):
-            continue
-        with page_lock(paths["page"].parent, number, wait=None):
-            if all(path.exists() for path in paths.values()):
-                continue
-            if _image_error(document, number):
+    try:
+        for number in range(1, document.page_count + 1):
+            names = _image_names(document, number)
+            if errors.get(number):
                 failed += 1
                 continue
-            if data is None:
-                with document.file.open("rb") as handle:
-                    data = handle.read()
-            code = _draw(document, number, paths, data, background=True)
-            if not code:
-                drawn += 1
-            elif code != Page.ImageError.TIMEOUT:  # not remembered: see _draw
-                failed += 1
+            if all(name.rsplit("/", 1)[1] in stored for name in names.values()):
+                continue
+            with page_lock(document, number, wait=None):
+                if all(storage.exists(name) for name in names.values()):
+                    continue
+                if _image_error(document, number):
+                    failed += 1
+                    continue
+                if data is None:
+                    data = _read_file(document)
+                code = _draw(document, number, names, data, background=True)
+                if not code:
+                    drawn += 1
+                elif code != Page.ImageError.TIMEOUT:  # not remembered: see _draw
+                    failed += 1
+    except PageGone:
+        logger.info("page images id=%s: the document was deleted meanwhile", document.pk)
     return drawn, failed
+
+
+def page_images_delete(*, document: Document) -> int:
+    """Delete every stored image of the document's pages (at any size drawn so far).
+    Returns how many there were."""
+    return storage.delete_folder(storage.page_images_folder(document.pk))
 
 
 def page_images_queue(*, document_ids: Sequence[Any]) -> None:

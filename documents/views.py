@@ -6,7 +6,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import FileResponse, HttpResponse
+from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -130,8 +130,12 @@ def document_file(request: HtmxHttpRequest, document_id: str) -> FileResponse:
     carrying the bytes, so reading a document always needs a login and a role."""
     require_permission(request, "documents.view_document")
     document = get_object_or_404(Document, pk=document_id)
+    if not document.file:  # deleted under the retention policy (documents.retention)
+        raise Http404("This document's file was deleted.")
+    try:
+        handle = document.file.open("rb")
+    except FileNotFoundError:
+        raise Http404("This document's file is missing.") from None
     return FileResponse(
-        document.file.open("rb"),
-        content_type=document.mime_type,
-        filename=document.original_filename,
+        handle, content_type=document.mime_type, filename=document.original_filename
     )

@@ -43,7 +43,7 @@ from engine.schemas import Issue as EngineIssue
 from reliability import hooks, llm_runtime, training
 from reliability.fields import classification_templates, fields_extract, fields_save, form_issues
 from reliability.jobs import RUN
-from reliability.models import ApiToken, Attempt, Issue, Run
+from reliability.models import ApiToken, Attempt, Extraction, Issue, Run
 
 logger = logging.getLogger(__name__)
 
@@ -551,3 +551,30 @@ def api_token_authenticate(*, key: str) -> ApiToken:
 def api_tokens_revoke(*, user: Any) -> int:
     """Revoke every live token of ``user`` (its account was deactivated): how many."""
     return ApiToken.objects.filter(user=user, revoked=False).update(revoked=True)
+
+
+# -- retention (documents.retention, wired by config.wiring) -------------------------------------
+
+RUN_OPEN = "run_open"  # retention hold code: a run of the document is still under way
+
+
+def retention_holds(document_ids: Sequence[Any]) -> dict[Any, str]:
+    """The documents of ``document_ids`` with a run still pending, running or waiting for the
+    language model: kept past the retention age until it ends."""
+    open_runs = Run.objects.filter(
+        document_id__in=list(document_ids),
+        status__in=[Run.Status.PENDING, Run.Status.RUNNING, Run.Status.WAITING],
+    )
+    return dict.fromkeys(open_runs.values_list("document_id", flat=True).distinct(), RUN_OPEN)
+
+
+def document_runs_erase(*, document: Document) -> dict[str, int]:
+    """Delete every run of ``document`` with its attempts, issues and extracted fields (they
+    quote the pages: evidence snippets, field values, the model's reasoning). Call inside the
+    transaction that deletes the document, after review erased what refers to the runs.
+    Returns what was deleted, by model."""
+    extractions, _ = Extraction.objects.filter(document=document).delete()
+    _, deleted = Run.objects.filter(document=document).delete()
+    counts = {label.rsplit(".", 1)[1].lower(): n for label, n in deleted.items()}
+    counts["extraction"] = counts.get("extraction", 0) + extractions
+    return counts

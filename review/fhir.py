@@ -161,10 +161,7 @@ def document_reference(
         "resourceType": "DocumentReference",
         "id": resource_id,
         "masterIdentifier": {"system": RFC3986, "value": _urn(resource_id)},
-        "identifier": [
-            {"system": RFC3986, "value": _urn(str(document.pk))},
-            {"system": ids.system("sid/document-sha256"), "value": document.sha256},
-        ],
+        "identifier": [{"system": RFC3986, "value": _urn(str(document.pk))}],
         "status": "current" if current else "superseded",
         "docStatus": doc_status(truth),
         "type": {
@@ -188,6 +185,17 @@ def document_reference(
             }
         ],
     }
+    if document.is_deleted:
+        # Deleted under the retention policy: no file to link to, no hash of it.
+        resource["content"][0]["attachment"] = {
+            "contentType": document.mime_type,
+            "title": "Deleted under the retention policy",
+            "creation": _instant(document.created_at),
+        }
+    else:
+        resource["identifier"].append(
+            {"system": ids.system("sid/document-sha256"), "value": document.sha256}
+        )
     if truth.supersedes_id:
         resource["relatesTo"] = [
             {

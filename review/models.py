@@ -257,6 +257,9 @@ class AuditEvent(models.Model):
         AUDITED = "audited", "Audited an accepted run"
         SECOND_REVIEWED = "second_reviewed", "Second review"
         ADJUDICATED = "adjudicated", "Adjudicated a disagreement"
+        # By the system (documents.retention): the document's file, pages and processing
+        # deleted, its ground truth kept de-identified.
+        DELETED = "deleted", "Deleted a document (retention)"
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"

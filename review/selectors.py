@@ -317,6 +317,8 @@ def documents_with_outcome(*, user: Any, status: str = "", search: str = "") -> 
     )
     if status in Document.Status.values:
         documents = documents.filter(status=status)
+    else:  # deleted documents (retention) are listed only when asked for
+        documents = documents.exclude(status=Document.Status.DELETED)
     if search.strip():
         documents = documents.filter(original_filename__icontains=search.strip())
     return documents
@@ -522,8 +524,8 @@ def ground_truth_selection(
     all_versions: bool = False,
 ) -> QuerySet[GroundTruth]:
     """The ground-truth records an export holds, in export order (document SHA-256, then
-    version). ``state`` ``final`` or ``provisional`` keeps the versions in that state; empty
-    keeps both."""
+    id, then version). ``state`` ``final`` or ``provisional`` keeps the versions in that
+    state; empty keeps both."""
     records = GroundTruth.objects.select_related("document", "reviewer", "run", "superseded_by")
     if not all_versions:
         # The current version only; a withdrawn decision leaves no ground truth to export.
@@ -542,7 +544,8 @@ def ground_truth_selection(
         records = records.filter(dominant_type=doc_type)
     if state:
         records = records.filter(state=state)
-    return records.order_by("document__sha256", "version")
+    # The id breaks ties between documents deleted under the retention policy (no SHA-256).
+    return records.order_by("document__sha256", "document_id", "version")
 
 
 # -- metrics ----------------------------------------------------------------------------------

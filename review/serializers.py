@@ -76,8 +76,10 @@ TEXT_FIELD = "pages"  # each page's text, only when asked for
 def ground_truth_as_dict(truth: GroundTruth) -> dict[str, Any]:
     return {
         "document_id": str(truth.document_id),
+        # Both null once the document is deleted under the retention policy: its ground
+        # truth is kept, de-identified, under the same document id.
         "document_sha256": truth.document.sha256,
-        "filename": truth.document.original_filename,
+        "filename": truth.document.original_filename or None,
         "version": truth.version,
         "source": truth.source,
         "state": truth.state,

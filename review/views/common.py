@@ -73,9 +73,12 @@ def page_png(request: HtmxHttpRequest, document: Document, number: int) -> HttpR
         )
     except FileNotFoundError:
         raise Http404("The document's file is missing.") from None
-    if image.path is not None:
+    if image.name is not None:
         # Patient data: core.middleware.NoStoreMiddleware keeps browsers from storing it.
-        return FileResponse(image.path.open("rb"), content_type="image/png")
+        try:
+            return FileResponse(image.open(), content_type="image/png")
+        except FileNotFoundError:  # deleted (documents.retention) since it was found
+            raise Http404("No page image for this document.") from None
     return _placeholder(document, number, size=size, error=image.error)
 
 

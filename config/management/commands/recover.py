@@ -14,7 +14,8 @@ class Command(BaseCommand):
         "deliveries left behind by a worker that died; queue work that could not be queued "
         "(Redis was unreachable) or whose job Redis lost; send waiting work whose time has come "
         "(runs waiting for the language model, webhook retries); drop expired cached LLM "
-        "answers. RQ workers run this pass every RECOVERY_INTERVAL_SECONDS by themselves; "
+        "answers; delete the documents past RETENTION_DAYS. RQ workers run this pass every "
+        "RECOVERY_INTERVAL_SECONDS by themselves; "
         "without Redis (inline mode) run it from cron every minute."
     )
 
@@ -36,3 +37,12 @@ class Command(BaseCommand):
             if isinstance(purged, int)
             else f"cached answers: {purged['error']}"
         )
+        retention = result.get("retention")
+        if retention and "error" in retention:
+            self.stdout.write(f"retention: {retention['error']}; see the log.")
+        elif retention:
+            held = sum(retention["held"].values())
+            self.stdout.write(
+                f"{retention['deleted']} document(s) deleted under the retention policy, "
+                f"{held} kept for now (work on them is still open)."
+            )
