@@ -44,6 +44,7 @@ from review.corrections import (
 )
 from review.evidence import context_for
 from review.models import AuditSample, GroundTruth, Review, ReviewPacket, ReviewSkip, SecondReview
+from review.queue import queue_order
 
 # -- locks and the queue ----------------------------------------------------------------------
 
@@ -82,18 +83,11 @@ def next_packet_for(user: Any, *, exclude: tuple[int, ...] = ()) -> ReviewPacket
         .exclude(pk__in=exclude)
     )
     skipped = ReviewSkip.objects.filter(reviewer=user)
-    fresh = (
-        available.exclude(pk__in=skipped.values("packet_id"))
-        .order_by("priority", "created_at", "pk")
-        .first()
-    )
+    order = queue_order()
+    fresh = available.exclude(pk__in=skipped.values("packet_id")).order_by(*order).first()
     if fresh is not None:
         return fresh
-    return (
-        available.filter(skips__reviewer=user)
-        .order_by("skips__skipped_at", "priority", "created_at", "pk")
-        .first()
-    )
+    return available.filter(skips__reviewer=user).order_by("skips__skipped_at", *order).first()
 
 
 def undo_available(user: Any, *, minutes: int) -> bool:
@@ -457,6 +451,36 @@ def training_ground_truth(sme_only: bool = False) -> list[tuple[str, str, list[s
     ):
         pages[document_id].append(text or "")
     return [(str(key), label, pages[key]) for key, label in truth.items() if pages[key]]
+
+
+def learning_ground_truth() -> list[tuple[str, str, list[str], bool]]:
+    """(document id, type, page texts, whether a clinician gave the label) of every
+    document's current ground truth: the learning loop's data. A clinician gave it when it was
+    decided on a packet, or settled by an audit, a second review or an adjudication (those
+    write SME sources too); an accepted machine answer, audited or not yet, is not."""
+    truth = {
+        key: (label, source != GroundTruth.Source.AUTO_ACCEPTED)
+        for key, label, source in _current_truth().values_list(
+            "document_id", "dominant_type", "source"
+        )
+    }
+    pages: dict[Any, list[str]] = {key: [] for key in truth}
+    for document_id, text in (
+        Page.objects.filter(document_id__in=list(truth))
+        .order_by("document_id", "number")
+        .values_list("document_id", "text")
+    ):
+        pages[document_id].append(text or "")
+    return [
+        (str(key), label, pages[key], clinician)
+        for key, (label, clinician) in truth.items()
+        if pages[key]
+    ]
+
+
+def clinician_label_count() -> int:
+    """Current labels that clinicians gave (the learning loop counts new ones)."""
+    return _current_truth().exclude(source=GroundTruth.Source.AUTO_ACCEPTED).count()
 
 
 def corrected_examples(*, limit: int = 500) -> list[tuple[int, Any, str, str]]:

@@ -72,6 +72,8 @@ def media_root(settings: Any, tmp_path: Path) -> Path:
     # expect. The audit tests set the rates they test.
     settings.AUDIT_DAILY_MINIMUM = False
     settings.AUDIT_SAMPLE_RATE = 0.0
+    # No learning attempts from the recovery pass unless a test asks (they train models).
+    settings.LEARNING = False
     return settings.MEDIA_ROOT
 
 
