@@ -4,8 +4,9 @@ A document's *similarity* is the mean cosine similarity of its ``k`` nearest tra
 documents in the trained model's TF-IDF space. The reference scores are the same figure for
 every training document against the others (leave one out). The conformal p-value of a new
 document is the share of reference scores at or below its own, (1 + #{s_j <= s}) / (n + 1);
-a document with p-value at most ``alpha`` is novel ("a kind of document not seen before").
-For a document like the training documents (exchangeable with them), this happens with
+a document with p-value at most ``alpha`` is novel ("a kind of document not seen before");
+with fewer than 1 / alpha - 1 training documents, one less similar than all of them is. For a
+document like the training documents (exchangeable with them), this happens with
 probability at most ``alpha`` (Bates, Candès, Lei, Romano and Sesia, "Testing for outliers
 with conformal p-values", Annals of Statistics 2023), so ``alpha`` is the false-alarm rate a
 deployment pays for the check. A vendor named in the document that no training document
@@ -172,6 +173,14 @@ class NoveltyIndex:
     def size(self) -> int:
         return len(self.keys)
 
+    @property
+    def level(self) -> float:
+        """The p-value at or below which a document is novel: ``alpha``, or, with fewer than
+        1 / alpha - 1 training documents, the least p-value there is (less similar than every
+        training document), so a small reference can still flag; its false-alarm rate is then
+        1 / (n + 1)."""
+        return max(self.alpha, 1.0 / (len(self.reference) + 1))
+
     def p_value(self, similarity: float) -> float:
         at_or_below = int(np.searchsorted(self.reference, similarity, side="right"))
         return (1 + at_or_below) / (len(self.reference) + 1)
@@ -190,7 +199,7 @@ class NoveltyIndex:
         return Novelty(
             similarity=similarity,
             p_value=p,
-            novel=p <= self.alpha or bool(unknown),
+            novel=p <= self.level or bool(unknown),
             nearest=[(self.keys[i], float(similarities[i])) for i in order],
             unknown_vendors=unknown,
         )

@@ -30,6 +30,7 @@ Pure: no Django.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -146,9 +147,22 @@ def minimum_documents(alpha: float, delta: float) -> int:
     return math.ceil(math.log(delta) / math.log(1.0 - alpha))
 
 
-def _counts(records: Sequence[Calibration], threshold: float) -> tuple[int, int]:
-    taken = [r for r in records if r.accepted and r.score >= threshold]
-    return len(taken), sum(1 for r in taken if not r.correct)
+class _Counts:
+    """How many documents the chain would accept at a threshold, and how many of them are
+    wrong: sorted once, each threshold a binary search."""
+
+    def __init__(self, records: Sequence[Calibration]) -> None:
+        taken = sorted((r.score, not r.correct) for r in records if r.accepted)
+        self.scores = [score for score, _ in taken]
+        self.wrong_from: list[int] = [0] * (len(taken) + 1)  # errors among taken[i:]
+        for i in range(len(taken) - 1, -1, -1):
+            self.wrong_from[i] = self.wrong_from[i + 1] + int(taken[i][1])
+
+    def __call__(self, threshold: float) -> tuple[int, int]:
+        first = bisect.bisect_left(self.scores, threshold)
+        return len(self.scores) - first, self.wrong_from[first]
+
+
 
 
 def ltt_threshold(
@@ -165,8 +179,9 @@ def ltt_threshold(
     chosen_counts = (0, 0)
     chosen_p = 1.0
     curve = []
+    counts = _Counts(records)
     for threshold in thresholds:
-        n, k = _counts(records, threshold)
+        n, k = counts(threshold)
         p = binomial_p_value(k, n, alpha)
         curve.append({"threshold": threshold, "accepted": n, "errors": k, "p_value": round(p, 6)})
         if p > delta:
@@ -174,7 +189,7 @@ def ltt_threshold(
         chosen, chosen_counts, chosen_p = threshold, (n, k), p
     candidates = sum(1 for r in records if r.accepted)
     if chosen is None:
-        n, k = _counts(records, thresholds[0]) if thresholds else (0, 0)
+        n, k = counts(thresholds[0]) if thresholds else (0, 0)
         need = minimum_documents(alpha, delta)
         reason = (
             f"not enough labelled documents: {candidates} the chain would accept, "
@@ -234,8 +249,9 @@ def conformal_threshold(
     chosen: float | None = None
     chosen_counts = (0, 0)
     curve = []
+    counts = _Counts(records)
     for threshold in thresholds:
-        accepted, errors = _counts(records, threshold)
+        accepted, errors = counts(threshold)
         risk = (errors + 1) / (n + 1)
         curve.append({"threshold": threshold, "accepted": accepted, "errors": errors})
         if risk > alpha:
