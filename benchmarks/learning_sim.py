@@ -85,7 +85,13 @@ def learn(learner: Learner, state: State, options: Options, log: Callable[[str],
         state.model, state.version = candidate, candidate.version
         state.index = learner.novelty_index(candidate, train_part) if options.novelty else None
     if options.risk_control:
-        state.table = learner.thresholds(learner.cross_fit(records))
+        # As reliability.learning: cross-fitted for a model just trained on this data, the
+        # held-back clinician labels for one kept.
+        state.table = learner.thresholds_from(
+            learner.cross_fit(records).calibration
+            if ok
+            else learner.held_back_calibration(state.model, state.index, records)
+        )
     state.labels_at_last = state.clinician_labels()
     attempt.update(
         outcome="activated" if ok else "kept",
@@ -234,4 +240,45 @@ def targets_met(summary: dict[str, Any]) -> dict[str, bool]:
         <= TARGETS["overall_accepted_error_rate"],
         "reviewed_until_below_10pct<200": until is not None
         and until < TARGETS["reviewed_until_below_10pct"],
+    }
+
+
+def label_flips(
+    learner: Learner, records: Sequence[Example], *, flips: int, seed: int
+) -> dict[str, Any]:
+    """Flip ``flips`` labels on purpose (each to another type present in the corpus), find
+    likely-wrong labels with cross-fitted probabilities and cleanlab, and score what was found
+    against the flips: precision, recall, and the same for the top ``flips`` of the ranking."""
+    from reliability.learner import label_issues
+
+    rng = random.Random(seed)
+    labels = sorted({r.label for r in records})
+    chosen = set(rng.sample([r.key for r in records], flips))
+    noisy = [
+        Example(
+            r.key,
+            rng.choice([label for label in labels if label != r.label]),
+            r.pages,
+            source=r.source,
+        )
+        if r.key in chosen
+        else r
+        for r in records
+    ]
+    started = time.perf_counter()
+    ranked = [key for key, *_ in label_issues(learner.cross_fit(noisy))]
+    found = set(ranked)
+    hits = len(found & chosen)
+    top = set(ranked[:flips])
+    return {
+        "documents": len(records),
+        "flipped": flips,
+        "found": len(found),
+        "true_positives": hits,
+        "precision": round(hits / len(found), 4) if found else 0.0,
+        "recall": round(hits / flips, 4) if flips else 0.0,
+        "precision_at_flips": round(len(top & chosen) / flips, 4) if flips else 0.0,
+        "seconds": round(time.perf_counter() - started, 1),
+        "seed": seed,
+        "not_flipped_but_found": sorted(found - chosen),
     }

@@ -226,6 +226,28 @@ class Learner:
                 progress(f"calibration fold {index + 1}/{k}: {len(fold)} documents")
         return result
 
+    def held_back_calibration(
+        self, model: Any, index: NoveltyIndex | None, records: Sequence[Example]
+    ) -> list[Calibration]:
+        """Scores of ``model`` on the held-back clinician labels, which no model Vetted trains
+        ever sees (training.split): the calibration of a model that is not the one just
+        trained (kept because the candidate was worse, or pinned)."""
+        out = []
+        for r in records:
+            if not (r.clinician and training.held_back(r.key)):
+                continue
+            result = self.chain(r.pages, model, novelty=index, source=r.source)
+            out.append(
+                Calibration(
+                    doc_type=result.predicted,
+                    source=r.source,
+                    score=result.score,
+                    accepted=result.accepted,
+                    correct=result.predicted == r.label,
+                )
+            )
+        return out
+
     def thresholds(self, fit: CrossFit) -> ThresholdTable:
         return self.thresholds_from(fit.calibration)
 

@@ -279,7 +279,7 @@ def _compute() -> Computed:
             folds = learner.settings.folds
             how = f"cross-fitted over {len(calibration)} clinician labels ({folds} folds)"
         else:
-            calibration = _held_back_calibration(learner, model, index, records)
+            calibration = learner.held_back_calibration(model, index, records)
             how = (
                 f"the {len(calibration)} held-back clinician labels (the active model is not "
                 "the one just trained)"
@@ -337,29 +337,6 @@ def _reference_for(
     if len(train_part) < 2:
         return None
     return learner.novelty_index(model, train_part)
-
-
-def _held_back_calibration(
-    learner: Learner, model: Any, index: NoveltyIndex | None, records: list[Example]
-) -> list[Any]:
-    """Scores of the active model on the held-back clinician labels (never trained on by any
-    model Vetted trains)."""
-    from engine.risk import Calibration
-
-    held = [r for r in records if r.clinician and training.held_back(r.key)]
-    out = []
-    for r in held:
-        result = learner.chain(r.pages, model, novelty=index, source=r.source)
-        out.append(
-            Calibration(
-                doc_type=result.predicted,
-                source=r.source,
-                score=result.score,
-                accepted=result.accepted,
-                correct=result.predicted == r.label,
-            )
-        )
-    return out
 
 
 def _words(model: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from benchmarks.learning_sim import TARGETS, Options, simulate
+from benchmarks.learning_sim import TARGETS, Options, label_flips, simulate
 from reliability.learner import Example, Learner, Settings
 from reliability.management.commands.train_classifier import extract
 from reliability.services import get_preset
@@ -76,6 +76,13 @@ class Command(BaseCommand):
         parser.add_argument("--alpha", type=float, default=settings.TARGET_ACCEPTED_ERROR)
         parser.add_argument("--folds", type=int, default=settings.LEARNING_FOLDS)
         parser.add_argument("--preset", default=None)
+        parser.add_argument(
+            "--label-flips",
+            type=int,
+            default=0,
+            help="instead of a deployment: flip N labels of --initial on purpose and measure "
+            "how many the label-error finder (cleanlab) finds",
+        )
         parser.add_argument("--seed", type=int, default=26)
         parser.add_argument("--json", dest="json_out")
 
@@ -83,6 +90,9 @@ class Command(BaseCommand):
         initial_dir = Path(options["initial"])
         self.stderr.write(f"Reading {initial_dir} ...")
         initial = read_corpus(initial_dir)
+        if options["label_flips"]:
+            self._label_flips(initial, options)
+            return
         runs: list[tuple[str, list[Example], list[Example]]] = []
         if options["leave_each_out"] or options["leave_out"]:
             sources = sorted({r.source for r in initial})
@@ -154,6 +164,19 @@ class Command(BaseCommand):
             payload: Any = next(iter(results.values())) if len(results) == 1 else {"runs": results}
             Path(options["json_out"]).write_text(json.dumps(payload, indent=2, sort_keys=True))
             self.stdout.write(f"Wrote {options['json_out']}")
+
+    def _label_flips(self, records: list[Example], options: dict[str, Any]) -> None:
+        learner = Learner(Settings(preset=get_preset(options["preset"]), folds=options["folds"]))
+        result = label_flips(learner, records, flips=options["label_flips"], seed=options["seed"])
+        self.stdout.write(
+            f"{result['flipped']} of {result['documents']} labels flipped on purpose; the finder "
+            f"flagged {result['found']}, {result['true_positives']} of them flips: precision "
+            f"{result['precision']:.3f}, recall {result['recall']:.3f}; precision of its top "
+            f"{result['flipped']}: {result['precision_at_flips']:.3f} ({result['seconds']} s). "
+            f"Flagged but not flipped: {', '.join(result['not_flipped_but_found']) or 'none'}."
+        )
+        if options["json_out"]:
+            Path(options["json_out"]).write_text(json.dumps(result, indent=2, sort_keys=True))
 
     def _summary(self, s: dict[str, Any]) -> None:
         until = s["reviewed_until_below_10pct"]
