@@ -215,7 +215,7 @@ def learning_overview(*, now: datetime | None = None) -> dict[str, Any]:
         )
         return [
             {
-                "key": row["key"] or "—",
+                "key": row["key"] or "(none)",
                 "runs": row["runs"],
                 "novel": row["novel"],
                 "rate": row["novel"] / row["runs"] if row["runs"] else 0.0,
