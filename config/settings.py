@@ -435,6 +435,9 @@ LEARNING = env_bool("LEARNING", True)
 LEARNING_INTERVAL_HOURS = env_float("LEARNING_INTERVAL_HOURS", 24.0)
 LEARNING_EVERY_LABELS = env_int("LEARNING_EVERY_LABELS", 25, minimum=1)
 LEARNING_FOLDS = env_int("LEARNING_FOLDS", 5, minimum=2)  # cross-fitted calibration folds
+# At most this many documents in the cross-fit (clinician labels first): its fold models are
+# what an attempt spends most of its time on, and it must fit in JOB_TIMEOUT_SECONDS.
+LEARNING_CALIBRATION_MAX = env_int("LEARNING_CALIBRATION_MAX", 4000, minimum=100)
 LEARNING_MAX_JOB_TRIES = env_int("LEARNING_MAX_JOB_TRIES", 2, minimum=1)
 # Risk-controlled acceptance (engine.risk; docs/learning.md): per type (and source, with enough
 # data) the least confidence accepted so that errors stay at most TARGET_ACCEPTED_ERROR:

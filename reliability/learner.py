@@ -56,6 +56,9 @@ class Settings:
     novelty_k: int = 3
     novelty_reference: int = 2_000  # NOVELTY_REFERENCE_MAX
     folds: int = 5  # LEARNING_FOLDS
+    # LEARNING_CALIBRATION_MAX: the cross-fit's documents (clinician labels first), so that an
+    # attempt's folds fit in a job's time however large the ground truth grows.
+    calibration_max: int = 4_000
     gate_confirm_confidence: float = 0.5
     per_source: bool = True
 
@@ -192,6 +195,7 @@ class Learner:
         """Out-of-sample chain outcomes and class probabilities of every clinician-labelled
         document: each fold scored by a model trained on all the other documents (machine
         labels included, as the deployed model is), with the novelty check of that model."""
+        records = _capped(records, self.settings.calibration_max)
         clinician = [r for r in records if r.clinician]
         k = max(2, min(self.settings.folds, len(clinician)))
         result = CrossFit()
@@ -265,6 +269,18 @@ class CrossFit:
     labels: list[str] = field(default_factory=list)
     probabilities: list[list[float]] = field(default_factory=list)
     novel: list[bool] = field(default_factory=list)
+
+
+def _capped(records: Sequence[Example], limit: int) -> list[Example]:
+    """At most ``limit`` records: clinician labels first, each group in the order of a hash
+    of its key (the same documents every time)."""
+    if len(records) <= limit:
+        return list(records)
+
+    def order(r: Example) -> tuple[bool, str]:
+        return (not r.clinician, hashlib.sha256(r.key.encode()).hexdigest())
+
+    return sorted(records, key=order)[:limit]
 
 
 def words_vectorizer(model: Any) -> Any:

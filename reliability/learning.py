@@ -64,6 +64,7 @@ def learner_settings() -> Settings:
         novelty_alpha=settings.NOVELTY_ALPHA,
         novelty_reference=settings.NOVELTY_REFERENCE_MAX,
         folds=settings.LEARNING_FOLDS,
+        calibration_max=settings.LEARNING_CALIBRATION_MAX,
         gate_confirm_confidence=settings.GATE_CONFIRM_CONFIDENCE,
     )
 
