@@ -209,6 +209,8 @@ def worker_env(redis_url: str) -> dict[str, str]:
         REDIS_URL=redis_url,
         MEDIA_ROOT=str(django_settings.MEDIA_ROOT),
         DJANGO_SETTINGS_MODULE="config.settings",
+        # As in this process (media_root): no learning attempts from the recovery pass.
+        LEARNING="0",
     )
     return env
 
