@@ -267,3 +267,37 @@ def test_the_metrics_page_shows_thresholds_novelty_and_attempts(admin_user, sett
     assert 'id="novelty-alert"' in html and "hospital_b" in html
     assert 'data-chart="escalation-rate"' in html and "<polyline" in html
     assert 'data-attempt-outcome="activated"' in html
+
+
+def test_admins_pin_a_model_and_roll_back_in_django_admin(admin_user, reviewer):
+    from django.test import Client
+    from django.urls import reverse
+
+    old, new = (
+        TrainedClassifierModel.objects.create(
+            version=v * 12, data_hash=v * 64, source="test", blob=b"-", blob_sha256="-"
+        )
+        for v in "ab"
+    )
+    TrainedClassifierModel.objects.filter(pk=new.pk).update(active=True)
+    admin_user.is_staff = True
+    admin_user.save()
+    client = Client()
+    client.force_login(admin_user)
+    url = reverse("admin:reliability_trainedclassifiermodel_changelist")
+    response = client.post(url, {"action": "pin_model", "_selected_action": [old.pk]})
+    assert response.status_code == 302
+    assert TrainedClassifierModel.objects.get(active=True).pk == old.pk
+    assert LearningPin.objects.get().model_id == old.pk
+    # An attempt was queued to certify the pinned model (here: no ground truth to train on).
+    assert LearningAttempt.objects.get().outcome == LearningAttempt.Outcome.NO_DATA
+    client.post(url, {"action": "activate_model", "_selected_action": [new.pk]})
+    assert TrainedClassifierModel.objects.get(active=True).pk == new.pk
+    assert not LearningPin.objects.exists()  # a rollback to another model ends the pin
+    # A reviewer cannot.
+    reviewer.is_staff = True
+    reviewer.save()
+    client.force_login(reviewer)
+    response = client.post(url, {"action": "pin_model", "_selected_action": [old.pk]})
+    assert response.status_code == 403
+    assert TrainedClassifierModel.objects.get(active=True).pk == new.pk
