@@ -163,8 +163,6 @@ class _Counts:
         return len(self.scores) - first, self.wrong_from[first]
 
 
-
-
 def ltt_threshold(
     records: Sequence[Calibration],
     *,

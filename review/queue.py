@@ -115,9 +115,7 @@ def parse_cursor(text: str) -> Cursor | None:
     """A cursor of the order in force (one of the other order is not read: first page)."""
     learning = queue_order() == LEARNING_ORDER
     parts = text.split(".")
-    if len(parts) != (4 if learning else 3) or not all(
-        p.isdigit() and len(p) < 20 for p in parts
-    ):
+    if len(parts) != (4 if learning else 3) or not all(p.isdigit() and len(p) < 20 for p in parts):
         return None
     numbers = [int(p) for p in parts]
     try:
@@ -134,8 +132,7 @@ def _beyond(key: Cursor, op: str) -> RawSQL:
     names = ["id" if f == "pk" else f for f in queue_order()]
     columns = ", ".join(f"{table}.{connection.ops.quote_name(c)}" for c in names)
     values = [
-        connection.ops.adapt_datetimefield_value(v) if isinstance(v, datetime) else v
-        for v in key
+        connection.ops.adapt_datetimefield_value(v) if isinstance(v, datetime) else v for v in key
     ]
     marks = ", ".join(["%s"] * len(values))
     return RawSQL(f"({columns}) {op} ({marks})", tuple(values), BooleanField())
