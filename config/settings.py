@@ -510,3 +510,48 @@ API_JSON_MAX_DEPTH = env_int("API_JSON_MAX_DEPTH", 20, minimum=2)
 TRAINED_CLASSIFIER = env_bool("TRAINED_CLASSIFIER", True)
 # With Gemini, how many of the most similar SME-corrected documents go into the prompt (0 = none).
 FEW_SHOT_EXAMPLES = env_int("FEW_SHOT_EXAMPLES", 3, minimum=0)
+
+# -- The learning loop (reliability.learning; docs/learning.md) --------------------------------
+# A learning attempt (train a candidate on ground truth, the regression gate on held-back
+# clinician labels, thresholds certified again, the novelty index rebuilt) runs every
+# LEARNING_INTERVAL_HOURS and after every LEARNING_EVERY_LABELS new clinician labels, from the
+# workers' recovery pass (inline: manage.py learn from cron). LEARNING=0 turns it off.
+LEARNING = env_bool("LEARNING", True)
+LEARNING_INTERVAL_HOURS = env_float("LEARNING_INTERVAL_HOURS", 24.0)
+LEARNING_EVERY_LABELS = env_int("LEARNING_EVERY_LABELS", 25, minimum=1)
+LEARNING_FOLDS = env_int("LEARNING_FOLDS", 5, minimum=2)  # cross-fitted calibration folds
+# At most this many documents in the cross-fit (clinician labels first): its fold models are
+# what an attempt spends most of its time on, and it must fit in JOB_TIMEOUT_SECONDS.
+LEARNING_CALIBRATION_MAX = env_int("LEARNING_CALIBRATION_MAX", 4000, minimum=100)
+LEARNING_MAX_JOB_TRIES = env_int("LEARNING_MAX_JOB_TRIES", 2, minimum=1)
+# Risk-controlled acceptance (engine.risk; docs/learning.md): per type (and source, with enough
+# data) the least confidence accepted so that errors stay at most TARGET_ACCEPTED_ERROR:
+# RISK_METHOD "crc" (conformal risk control: in expectation; certifies from 199 labelled
+# documents) or "ltt" (Learn then Test: with confidence 1 - RISK_DELTA; from 460 accepted
+# documents, all right, at alpha 0.005 and delta 0.1). Until the loop has certified thresholds
+# once, the presets' fixed thresholds stand; after that a type without a certificate escalates.
+RISK_CONTROL = env_bool("RISK_CONTROL", True)
+TARGET_ACCEPTED_ERROR = env_float("TARGET_ACCEPTED_ERROR", 0.005)
+RISK_DELTA = env_float("RISK_DELTA", 0.1)
+RISK_METHOD = env_str("RISK_METHOD", "crc")
+if RISK_METHOD not in ("ltt", "crc"):
+    raise ImproperlyConfigured(f"RISK_METHOD={RISK_METHOD!r}: use ltt or crc.")
+if not 0 < TARGET_ACCEPTED_ERROR < 1 or not 0 < RISK_DELTA < 1:
+    raise ImproperlyConfigured("TARGET_ACCEPTED_ERROR and RISK_DELTA must be between 0 and 1.")
+# Novelty (engine.novelty): a document whose conformal p-value against the training documents
+# is at most NOVELTY_ALPHA is escalated as "a kind of document not seen before"; the metrics
+# page alerts when the novelty rate of the last NOVELTY_WINDOW_DAYS passes NOVELTY_ALERT_RATE.
+NOVELTY = env_bool("NOVELTY", True)
+NOVELTY_ALPHA = env_float("NOVELTY_ALPHA", 0.01)
+NOVELTY_REFERENCE_MAX = env_int("NOVELTY_REFERENCE_MAX", 2000, minimum=10)
+NOVELTY_ALERT_RATE = env_float("NOVELTY_ALERT_RATE", 0.1)
+NOVELTY_WINDOW_DAYS = env_int("NOVELTY_WINDOW_DAYS", 7, minimum=1)
+# Label errors (cleanlab): likely-wrong clinician labels go to a blind re-check (a second
+# review with rule label_issue), at most LABEL_ISSUES_PER_ATTEMPT per learning attempt.
+LABEL_ISSUES = env_bool("LABEL_ISSUES", True)
+LABEL_ISSUES_PER_ATTEMPT = env_int("LABEL_ISSUES_PER_ATTEMPT", 10, minimum=0)
+# The review queue within a severity: "arrival" (oldest first) or "learning" (the documents
+# whose labels teach the model most first: uncertainty, disagreement, novelty).
+QUEUE_ORDER = env_str("QUEUE_ORDER", "arrival")
+if QUEUE_ORDER not in ("arrival", "learning"):
+    raise ImproperlyConfigured(f"QUEUE_ORDER={QUEUE_ORDER!r}: use arrival or learning.")

@@ -5,7 +5,8 @@ events of ``core.events``) and this module connects them, once, when Django star
 
     documents ──document ready──▶ reliability (classify)
     reliability ──run decided──▶ review (ground truth or a review packet)
-    review ──ground truth──▶ reliability (training data, few-shot examples)
+    review ──ground truth──▶ reliability (training data, few-shot examples, the learning loop)
+    reliability ──label issues──▶ review (blind re-checks of likely-wrong labels)
     every app ──events──▶ integrations (webhooks)
     documents ──retention──▶ reliability, review (what holds a document; what goes with it)
 """
@@ -26,6 +27,7 @@ from reliability.services import run_start
 from review import selectors as review_selectors
 from review.services import retention as review_retention
 from review.services.decisions import run_outcome_record
+from review.services.second_review import label_issue_recheck
 
 
 def classify_when_ready(document: Document) -> None:
@@ -72,4 +74,7 @@ def connect() -> None:
     reliability_hooks.run_decided.connect(record_run_outcome)
     reliability_hooks.training_ground_truth.connect(review_selectors.training_ground_truth)
     reliability_hooks.corrected_examples.connect(review_selectors.corrected_examples)
+    reliability_hooks.learning_ground_truth.connect(review_selectors.learning_ground_truth)
+    reliability_hooks.clinician_label_count.connect(review_selectors.clinician_label_count)
+    reliability_hooks.label_issues_found.connect(label_issue_recheck)
     events.published.connect(send_webhooks)

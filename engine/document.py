@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.grounding import Normalised, normalise
 from engine.protocols import LLMClient
 from engine.schemas import Boundary, ClassificationOutput
+
+if TYPE_CHECKING:
+    from engine.novelty import Novelty
+    from engine.risk import ThresholdTable
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,12 @@ class DocumentContext:
     # confidence reaches gate_confirm_confidence.
     second: SecondOpinion | None = None
     gate_confirm_confidence: float = 0.5
+    # The learning loop (engine.acceptance): the document's novelty against the model's
+    # training documents, and the risk-controlled thresholds by type (and by ``source``, the
+    # document's source); None: not checked.
+    novelty: Novelty | None = None
+    acceptance: ThresholdTable | None = None
+    source: str = "*"
     # LLM check results by labels, so an attempt whose labels did not change is not re-checked.
     llm_memo: dict[Any, list[Any]] = field(default_factory=dict)
 

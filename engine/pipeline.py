@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from engine import autofix
+from engine import acceptance, autofix
 from engine.document import DocumentContext
 from engine.llm.errors import LLMError, LLMUnavailable
 from engine.schemas import (
@@ -177,6 +177,7 @@ def verify(
         issues += gate_result.issues
     else:
         context.skipped.append(f"{GATE_PHASE}: no second classifier (the primary is offline)")
+    issues += acceptance.verify(output, context)
     issues += llm_checks(
         output, context, decision=arbiter.decide(issues).decision, gate_result=gate_result
     )

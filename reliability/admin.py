@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -13,6 +14,8 @@ from reliability.models import (
     Extraction,
     ExtractionTemplate,
     Issue,
+    LearningAttempt,
+    LearningPin,
     LLMResponse,
     Run,
     TrainedClassifierModel,
@@ -178,9 +181,11 @@ class TrainedClassifierModelAdmin(ReadOnlyAdmin):
         "train_documents",
         "heldout_documents",
         "heldout_accuracy",
+        "pinned",
         "trained_at",
     )
     list_filter = ("active", "source")
+    actions = ["pin_model", "activate_model", "unpin", "learn_now"]
     fields = (
         "version",
         "data_hash",
@@ -205,3 +210,106 @@ class TrainedClassifierModelAdmin(ReadOnlyAdmin):
     def heldout_accuracy(self, obj: TrainedClassifierModel) -> str:
         figures = (obj.metrics or {}).get("candidate") or {}
         return f"{figures['accuracy']:.3f}" if "accuracy" in figures else "-"
+
+    @admin.display(description="pinned", boolean=True)
+    def pinned(self, obj: TrainedClassifierModel) -> bool:
+        return LearningPin.objects.filter(model=obj).exists()
+
+    # -- the learning loop: pin, roll back, start an attempt (reliability.learning) -------------
+
+    def _may_change(self, request: Any) -> None:
+        if not request.user.has_perm("reliability.change_trainedclassifiermodel"):
+            raise PermissionDenied
+
+    def _one(self, request: Any, queryset: Any) -> TrainedClassifierModel | None:
+        if queryset.count() != 1:
+            self.message_user(request, "Select exactly one model.", messages.WARNING)
+            return None
+        return queryset.defer("blob").first()
+
+    @admin.action(description="Activate the selected model and pin it (the loop keeps it)")
+    def pin_model(self, request: Any, queryset: Any) -> None:
+        from reliability.learning import model_activate
+
+        self._may_change(request)
+        row = self._one(request, queryset)
+        if row is not None:
+            model_activate(row=row, user=request.user, pin=True)
+            self.message_user(
+                request, f"{row} is active and pinned; its thresholds are being certified again."
+            )
+
+    @admin.action(description="Roll back to the selected model (not pinned)")
+    def activate_model(self, request: Any, queryset: Any) -> None:
+        from reliability.learning import model_activate
+
+        self._may_change(request)
+        row = self._one(request, queryset)
+        if row is not None:
+            model_activate(row=row, user=request.user, pin=False)
+            self.message_user(request, f"{row} is active; the next attempt may replace it.")
+
+    @admin.action(description="Unpin (the loop may activate better models again)")
+    def unpin(self, request: Any, queryset: Any) -> None:
+        from reliability.learning import model_unpin
+
+        self._may_change(request)
+        done = model_unpin(user=request.user)
+        self.message_user(request, "Unpinned." if done else "No model was pinned.")
+
+    @admin.action(description="Start a learning attempt now")
+    def learn_now(self, request: Any, queryset: Any) -> None:
+        from reliability.learning import learning_schedule
+
+        self._may_change(request)
+        attempt = learning_schedule(trigger=LearningAttempt.Trigger.MANUAL, user=request.user)
+        self.message_user(
+            request,
+            f"Learning attempt {attempt.pk} queued." if attempt else "An attempt is already open.",
+        )
+
+
+@admin.register(LearningAttempt)
+class LearningAttemptAdmin(ReadOnlyAdmin):
+    """Every attempt of the learning loop: what triggered it, its candidate, the regression
+    gate's figures, the thresholds certified, and why the candidate was or was not activated."""
+
+    list_display = (
+        "pk",
+        "created_at",
+        "trigger",
+        "status",
+        "outcome",
+        "candidate",
+        "active_after",
+        "clinician_labels",
+        "seconds",
+    )
+    list_filter = ("status", "outcome", "trigger")
+    fields = (
+        "status",
+        "trigger",
+        "outcome",
+        "reason",
+        "clinician_labels",
+        "ground_truth",
+        "candidate",
+        "active_before",
+        "active_after",
+        "figures",
+        "thresholds",
+        "risk",
+        "novelty",
+        "label_issues",
+        "seconds",
+        "error",
+        "error_code",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "created_by",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request: Any) -> Any:
+        return super().get_queryset(request).defer("novelty_reference")

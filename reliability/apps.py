@@ -16,9 +16,10 @@ class ReliabilityConfig(AppConfig):
         from core import jobs
         from engine.fields.library import load_packs
         from engine.fields.templates import TemplateError
-        from reliability.jobs import RUN
+        from reliability.jobs import LEARN, RUN
 
         jobs.register(RUN)
+        jobs.register(LEARN)
 
         # Template packs are validated at start-up: a broken pack stops the process loudly.
         try:

@@ -35,3 +35,15 @@ training_ground_truth: Hook[[bool], list[tuple[str, str, list[str]]]] = Hook(
 # (ground-truth id, document id, corrected type, text) of the latest clinician corrections:
 # the examples a language model is shown.
 corrected_examples: Hook[[], list[tuple[int, Any, str, str]]] = Hook("corrected examples")
+
+# The learning loop (reliability.learning), read from above: (document id, type, page texts,
+# whether a clinician gave the label: a review, an audit, an adjudication) of every document's
+# current ground truth; and how many current labels clinicians gave.
+learning_ground_truth: Hook[[], list[tuple[str, str, list[str], bool]]] = Hook(
+    "learning ground truth"
+)
+clinician_label_count: Hook[[], int] = Hook("clinician label count")
+# Labels the loop found likely wrong: (document id, given type, suggested type, the model's
+# probability of the given type), most suspicious first. Receivers open blind re-checks and
+# answer with how many they opened.
+label_issues_found: Hook[[list[tuple[str, str, str, float]]], int] = Hook("label issues found")

@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 
 from core.jobs import Work
-from reliability.models import Run
+from reliability.models import LearningAttempt, Run
 
 QUEUE_UNREACHABLE = (
     "The run could not be queued: the job queue is unreachable. It is queued again "
@@ -55,4 +55,29 @@ RUN = Work(
     on_requeue=lambda now: {"error": "", "finished_at": None},
     # A wait resets job_tries (waiting is not a lost try): the job after each wait is a new one.
     generation="waits",
+)
+
+
+# A learning attempt (reliability.learning): queued by the recovery pass when one is due, run
+# by one worker; a lost worker's attempt is queued again, up to LEARNING_MAX_JOB_TRIES.
+LEARN = Work(
+    name="learning",
+    label="learning attempt(s)",
+    func="reliability.tasks.execute_learning",
+    model=LearningAttempt,
+    queued=LearningAttempt.Status.PENDING,
+    running=LearningAttempt.Status.RUNNING,
+    failed=LearningAttempt.Status.FAILED,
+    queued_since="queued_at",
+    attempts="job_tries",
+    heartbeat="claimed_at",
+    max_attempts=lambda: int(settings.LEARNING_MAX_JOB_TRIES),
+    give_up=lambda row, now: {
+        "error": f"The worker was lost {row.job_tries} time(s); the next attempt is scheduled.",
+        "finished_at": now,
+    },
+    unreachable=lambda now: {},
+    unreachable_fails=False,
+    on_claim=lambda now: {"started_at": now},
+    on_requeue=lambda now: {"error": ""},
 )

@@ -10,6 +10,9 @@ from django.utils import timezone
 
 from core import jobs
 from engine.schemas import Decision, Severity
+from reliability.learning_models import LearningAttempt, LearningPin
+
+__all__ = ["LearningAttempt", "LearningPin"]  # the learning loop's tables, registered here
 
 # The engine's enums are the one source; these are their labels for forms and the admin.
 FINAL_DECISIONS = [
@@ -80,6 +83,9 @@ class Run(models.Model):
     skipped_checks = models.JSONField(default=list, blank=True)
     # Ground-truth ids of the SME-corrected documents shown to the LLM as examples.
     few_shot_ids = models.JSONField(default=list, blank=True)
+    # The learning loop's view of the run (reliability.learning): novelty, the acceptance
+    # score and the threshold it met or missed, and how much its label would teach the model.
+    learning = models.JSONField(default=dict, blank=True)
     duration_seconds = models.FloatField(null=True, blank=True)
     error = models.TextField(blank=True)
     # Why it failed, for machines (core.jobs codes: queue_unreachable failures are resumed by

@@ -159,3 +159,101 @@ def loop_monitoring(*, now: datetime | None = None) -> dict[str, Any]:
         "alerts": alerts,
         "alerts_crossed": [a for a in alerts if a.crossed],
     }
+
+
+# -- the learning loop ----------------------------------------------------------------------------
+
+LEARNING_DAYS = 60  # the time series of the metrics page
+NOVELTY_ALERT_MIN_RUNS = 20  # fewer runs in the window than this: a rate is not an alert
+
+
+def learning_overview(*, now: datetime | None = None) -> dict[str, Any]:
+    """The learning loop for the metrics page: per day, runs, escalations and novel documents;
+    model activations; the thresholds in force and the data behind them; the novelty rate of
+    the last NOVELTY_WINDOW_DAYS overall, per source and per uploader; the last attempts."""
+    from django.db.models.functions import TruncDate
+
+    from reliability.models import LearningAttempt, LearningPin, Run, TrainedClassifierModel
+
+    now = now or timezone.now()
+    since = now - timedelta(days=LEARNING_DAYS)
+    runs = Run.objects.filter(status=Run.Status.COMPLETED, finished_at__gte=since)
+    daily = list(
+        runs.annotate(day=TruncDate("finished_at"))
+        .values("day")
+        .annotate(
+            runs=Count("pk"),
+            escalated=Count("pk", filter=Q(final_decision="ESCALATE_TO_SME")),
+            novel=Count("pk", filter=Q(learning__novel=True)),
+        )
+        .order_by("day")
+    )
+    activations = list(
+        TrainedClassifierModel.objects.filter(activated_at__gte=since)
+        .order_by("activated_at")
+        .values("pk", "version", "activated_at", "active")
+    )
+    active = TrainedClassifierModel.objects.filter(active=True).defer("blob").first()
+    attempt = (
+        LearningAttempt.objects.filter(active_after=active, status=LearningAttempt.Status.COMPLETED)
+        .defer("novelty_reference")
+        .order_by("-finished_at", "-pk")
+        .first()
+        if active is not None
+        else None
+    )
+    window = runs.filter(finished_at__gte=now - timedelta(days=settings.NOVELTY_WINDOW_DAYS))
+    novelty_total = window.aggregate(
+        runs=Count("pk"), novel=Count("pk", filter=Q(learning__novel=True))
+    )
+
+    def grouped(field: str) -> list[dict[str, Any]]:
+        rows = (
+            window.values(key=F(field))
+            .annotate(runs=Count("pk"), novel=Count("pk", filter=Q(learning__novel=True)))
+            .order_by("-runs")[:20]
+        )
+        return [
+            {
+                "key": row["key"] or "(none)",
+                "runs": row["runs"],
+                "novel": row["novel"],
+                "rate": row["novel"] / row["runs"] if row["runs"] else 0.0,
+                "alert": row["runs"] >= NOVELTY_ALERT_MIN_RUNS
+                and row["novel"] / row["runs"] > settings.NOVELTY_ALERT_RATE,
+            }
+            for row in rows
+        ]
+
+    rate = novelty_total["novel"] / novelty_total["runs"] if novelty_total["runs"] else 0.0
+    by_source = grouped("learning__source")
+    by_uploader = grouped("document__uploaded_by__username")
+    pin = LearningPin.objects.select_related("model", "pinned_by").first()
+    return {
+        "daily": daily,
+        "activations": activations,
+        "active": active,
+        "pin": pin,
+        "attempt": attempt,
+        "thresholds": attempt.thresholds if attempt is not None else [],
+        "risk": attempt.risk if attempt is not None else {},
+        "risk_control": settings.RISK_CONTROL,
+        "risk_method": settings.RISK_METHOD,
+        "target": settings.TARGET_ACCEPTED_ERROR,
+        "delta": settings.RISK_DELTA,
+        "novelty_window_days": settings.NOVELTY_WINDOW_DAYS,
+        "novelty_runs": novelty_total["runs"],
+        "novelty_novel": novelty_total["novel"],
+        "novelty_rate": rate,
+        "novelty_alert_rate": settings.NOVELTY_ALERT_RATE,
+        "novelty_alert": novelty_total["runs"] >= NOVELTY_ALERT_MIN_RUNS
+        and rate > settings.NOVELTY_ALERT_RATE,
+        "novelty_by_source": by_source,
+        "novelty_by_uploader": by_uploader,
+        "novelty_alerts": [r["key"] for r in by_source + by_uploader if r["alert"]],
+        "attempts": list(
+            LearningAttempt.objects.defer("novelty_reference", "figures", "thresholds")
+            .select_related("candidate", "active_after")
+            .order_by("-created_at", "-pk")[:10]
+        ),
+    }

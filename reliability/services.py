@@ -31,6 +31,7 @@ from engine.comparison import compare
 from engine.document import DocumentContext, SecondOpinion
 from engine.fields.templates import Template
 from engine.protocols import Classifier, LLMClient
+from engine.risk import acceptance_score
 from engine.schemas import (
     SEVERITY_ORDER,
     ClassificationOutput,
@@ -40,9 +41,10 @@ from engine.schemas import (
     number_issues,
 )
 from engine.schemas import Issue as EngineIssue
-from reliability import hooks, llm_runtime, training
+from reliability import hooks, learning, llm_runtime, training
 from reliability.fields import classification_templates, fields_extract, fields_save, form_issues
 from reliability.jobs import RUN
+from reliability.learner import ChainResult
 from reliability.models import ApiToken, Attempt, Extraction, Issue, Run
 
 logger = logging.getLogger(__name__)
@@ -299,6 +301,18 @@ def _gate_summary(
     }
 
 
+def _chain_result(best: pipeline.AttemptRecord, decision: Decision, novelty: Any) -> ChainResult:
+    gate_result = best.verification.gate_result
+    return ChainResult(
+        predicted=best.output.dominant_type_overall.value,
+        decision=decision.value,
+        score=acceptance_score(best.output),
+        novelty=novelty,
+        codes=sorted({i.code for i in best.verification.issues}),
+        gate_agrees=gate_result is None or not gate_result.issues,
+    )
+
+
 def run_execute(*, run_id: int, client: LLMClient | None = None) -> Run | None:
     """Execute a claimed-or-claimable run. Idempotent: a run already taken is left alone.
 
@@ -345,12 +359,22 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
         return Run.objects.get(pk=run_id)
     preset = get_preset(run.preset)
     second = SecondOpinion(gate.name, gate.classify(pages)) if gate is not None else None
+    # The learning loop's checks (reliability.learning): novelty against the active model's
+    # training documents, and the risk-controlled thresholds, which replace the preset's.
+    checks = learning.run_checks(primary)
+    source = learning.document_source(document)
+    novelty = checks.index.score("\n\n".join(pages)) if checks.index is not None else None
     context = DocumentContext(
         pages=pages,
         llm=client,
-        min_dominant_confidence=pipeline.confidence_threshold(preset, primary),
+        min_dominant_confidence=0.0
+        if checks.table is not None
+        else pipeline.confidence_threshold(preset, primary),
         second=second,
         gate_confirm_confidence=settings.GATE_CONFIRM_CONFIDENCE,
+        novelty=novelty,
+        acceptance=checks.table,
+        source=source,
     )
     prefilled: dict[tuple[int, int, str], dict[str, Any]] = {}
 
@@ -458,6 +482,12 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
             prompt_version=primary.prompt_version,
             gate=_gate_summary(second, gate, best),
             few_shot_ids=[e.key for e in examples],
+            learning=learning.run_summary(
+                _chain_result(best, decision, novelty),
+                checks=checks,
+                source=source,
+                novelty=novelty,
+            ),
             retry_at=None,
             wait_reason="",
             wait_code="",

@@ -28,3 +28,18 @@ def execute_run(run_id: int) -> str:
     if run is None:
         return "skipped"
     return run.status
+
+
+def execute_learning(attempt_id: int) -> str:
+    """One learning attempt (reliability.learning). Running it twice trains once."""
+    from reliability import learning
+
+    try:
+        attempt = learning.learning_execute(attempt_id=attempt_id)
+    except learning.LearningSuperseded:
+        return "superseded"
+    except Exception:
+        logger.exception("learning attempt %s crashed", attempt_id)
+        learning.learning_fail(attempt_id=attempt_id, message="The attempt failed; see the log.")
+        return "failed"
+    return "skipped" if attempt is None else attempt.status

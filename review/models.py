@@ -37,6 +37,9 @@ class ReviewPacket(models.Model):
     comparison = models.JSONField(default=dict)  # the second classifier's answer and agreement
     comparison_agrees = models.BooleanField(null=True)
     history = models.JSONField(default=list)  # every attempt: decision, rule, fixes, issues
+    # Within a severity, with QUEUE_ORDER=learning: lower first (0 teaches the model most;
+    # from the run's learning value, reliability.learner.learning_value).
+    learning_rank = models.PositiveSmallIntegerField(default=1000)
     field_corrections = models.JSONField(default=dict, blank=True)  # reviewer's field edits
     # The last correction previewed by the lock holder and its re-extracted fields, reused
     # when the same correction is saved (an LLM extractor is not asked twice).
@@ -60,6 +63,12 @@ class ReviewPacket(models.Model):
                 fields=["priority", "created_at", "id"],
                 condition=_OPEN_PACKET,
                 name="packet_open_order",
+            ),
+            # The same queue with QUEUE_ORDER=learning.
+            models.Index(
+                fields=["priority", "learning_rank", "created_at", "id"],
+                condition=_OPEN_PACKET,
+                name="packet_open_learning_order",
             ),
             models.Index(
                 fields=["dominant_type", "priority", "created_at", "id"],
@@ -364,6 +373,7 @@ class SecondReview(models.Model):
         BLOCKER = "blocker", "Every BLOCKER packet"
         RANDOM = "random", "Random share"
         AUDIT = "audit", "Every audit disagreement"
+        LABEL_ISSUE = "label_issue", "A label the learning loop found likely wrong"
 
     class Status(models.TextChoices):
         AWAITING = "awaiting", "Waiting for a second reviewer"

@@ -32,6 +32,9 @@ from engine.schemas import DOC_TYPES, Severity
 from review.models import Review, ReviewPacket
 
 ORDER = ("priority", "created_at", "pk")
+# QUEUE_ORDER=learning: within a severity, the packets whose labels teach the model most
+# first (ReviewPacket.learning_rank), then oldest; served by its own partial index.
+LEARNING_ORDER = ("priority", "learning_rank", "created_at", "pk")
 _GENERATION_KEY = "review:queue:generation"
 T = TypeVar("T")
 
@@ -51,6 +54,7 @@ def queue_packets(
         "worst_severity",
         "issue_count",
         "created_at",
+        "learning_rank",
         "lock_expires_at",
         "document__original_filename",
         "document__page_count",
@@ -91,33 +95,47 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
+def queue_order() -> tuple[str, ...]:
+    """The queue's order: BLOCKER first, then oldest; or, with QUEUE_ORDER=learning, by
+    learning value within a severity."""
+    return LEARNING_ORDER if settings.QUEUE_ORDER == "learning" else ORDER
+
+
 def cursor_of(packet: ReviewPacket) -> str:
     micros = (packet.created_at - _EPOCH) // _MICROSECOND  # exact, unlike a float timestamp
+    if queue_order() == LEARNING_ORDER:
+        return f"{packet.priority}.{packet.learning_rank}.{micros}.{packet.pk}"
     return f"{packet.priority}.{micros}.{packet.pk}"
 
 
-def parse_cursor(text: str) -> tuple[int, datetime, int] | None:
+Cursor = tuple[Any, ...]  # the values of queue_order() for one packet
+
+
+def parse_cursor(text: str) -> Cursor | None:
+    """A cursor of the order in force (one of the other order is not read: first page)."""
+    learning = queue_order() == LEARNING_ORDER
     parts = text.split(".")
-    if len(parts) != 3 or not all(p.isdigit() and len(p) < 20 for p in parts):
+    if len(parts) != (4 if learning else 3) or not all(p.isdigit() and len(p) < 20 for p in parts):
         return None
-    priority, micros, pk = (int(p) for p in parts)
+    numbers = [int(p) for p in parts]
     try:
-        created = _EPOCH + micros * _MICROSECOND
+        created = _EPOCH + numbers[-2] * _MICROSECOND
     except OverflowError:
         return None
-    return priority, created, pk
+    return (*numbers[:-2], created, numbers[-1])
 
 
-def _beyond(key: tuple[int, datetime, int], op: str) -> RawSQL:
-    """(priority, created_at, id) compared with a cursor as one row value, which PostgreSQL
-    answers as a range of the queue's index (and SQLite understands too)."""
+def _beyond(key: Cursor, op: str) -> RawSQL:
+    """(priority, [learning_rank,] created_at, id) compared with a cursor as one row value,
+    which PostgreSQL answers as a range of the queue's index (and SQLite understands too)."""
     table = connection.ops.quote_name(ReviewPacket._meta.db_table)
-    columns = ", ".join(
-        f"{table}.{connection.ops.quote_name(c)}" for c in ("priority", "created_at", "id")
-    )
-    priority, created, pk = key
-    value = connection.ops.adapt_datetimefield_value(created)
-    return RawSQL(f"({columns}) {op} (%s, %s, %s)", (priority, value, pk), BooleanField())
+    names = ["id" if f == "pk" else f for f in queue_order()]
+    columns = ", ".join(f"{table}.{connection.ops.quote_name(c)}" for c in names)
+    values = [
+        connection.ops.adapt_datetimefield_value(v) if isinstance(v, datetime) else v for v in key
+    ]
+    marks = ", ".join(["%s"] * len(values))
+    return RawSQL(f"({columns}) {op} ({marks})", tuple(values), BooleanField())
 
 
 def _rows(
@@ -139,7 +157,7 @@ def queue_page(
     """One page of ``packets`` in queue order: the first, the one after cursor ``after``, or
     the one before cursor ``before``. An unreadable cursor gives the first page."""
     if key := parse_cursor(after):
-        rows = _rows(packets, _beyond(key, ">"), list(ORDER), size + 1)
+        rows = _rows(packets, _beyond(key, ">"), list(queue_order()), size + 1)
         more, rows = len(rows) > size, rows[:size]
         return QueuePage(
             packets=rows,
@@ -149,7 +167,7 @@ def queue_page(
             before=cursor_of(rows[0]) if rows else "",
         )
     if key := parse_cursor(before):
-        descending = [f"-{f}" for f in ORDER]
+        descending = [f"-{f}" for f in queue_order()]
         rows = _rows(packets, _beyond(key, "<"), descending, size + 1)
         more, rows = len(rows) > size, rows[:size][::-1]
         if more:
@@ -161,7 +179,7 @@ def queue_page(
                 before=cursor_of(rows[0]),
             )
         # Fewer than a page before the cursor: that is the start of the queue.
-    rows = _rows(packets, None, list(ORDER), size + 1)
+    rows = _rows(packets, None, list(queue_order()), size + 1)
     more, rows = len(rows) > size, rows[:size]
     return QueuePage(
         packets=rows, total=total, first=True, after=cursor_of(rows[-1]) if more else "", before=""

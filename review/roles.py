@@ -35,6 +35,10 @@ ADMIN_SITE_PERMISSIONS = [
     ("auth", "view_group"),
     ("reliability", "view_apitoken"),
     ("reliability", "change_apitoken"),
+    # The learning loop: its attempts, and pinning or rolling back the trained model.
+    ("reliability", "view_trainedclassifiermodel"),
+    ("reliability", "change_trainedclassifiermodel"),
+    ("reliability", "view_learningattempt"),
     ("axes", "view_accessattempt"),
     ("axes", "delete_accessattempt"),
 ]

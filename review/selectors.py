@@ -45,6 +45,7 @@ from review.corrections import (
 )
 from review.evidence import context_for
 from review.models import AuditSample, GroundTruth, Review, ReviewPacket, ReviewSkip, SecondReview
+from review.queue import queue_order
 from review.words import issue_words
 
 # -- locks and the queue ----------------------------------------------------------------------
@@ -84,18 +85,11 @@ def next_packet_for(user: Any, *, exclude: tuple[int, ...] = ()) -> ReviewPacket
         .exclude(pk__in=exclude)
     )
     skipped = ReviewSkip.objects.filter(reviewer=user)
-    fresh = (
-        available.exclude(pk__in=skipped.values("packet_id"))
-        .order_by("priority", "created_at", "pk")
-        .first()
-    )
+    order = queue_order()
+    fresh = available.exclude(pk__in=skipped.values("packet_id")).order_by(*order).first()
     if fresh is not None:
         return fresh
-    return (
-        available.filter(skips__reviewer=user)
-        .order_by("skips__skipped_at", "priority", "created_at", "pk")
-        .first()
-    )
+    return available.filter(skips__reviewer=user).order_by("skips__skipped_at", *order).first()
 
 
 def undo_available(user: Any, *, minutes: int) -> bool:
@@ -470,6 +464,36 @@ def training_ground_truth(sme_only: bool = False) -> list[tuple[str, str, list[s
     ):
         pages[document_id].append(text or "")
     return [(str(key), label, pages[key]) for key, label in truth.items() if pages[key]]
+
+
+def learning_ground_truth() -> list[tuple[str, str, list[str], bool]]:
+    """(document id, type, page texts, whether a clinician gave the label) of every
+    document's current ground truth: the learning loop's data. A clinician gave it when it was
+    decided on a packet, or settled by an audit, a second review or an adjudication (those
+    write SME sources too); an accepted machine answer, audited or not yet, is not."""
+    truth = {
+        key: (label, source != GroundTruth.Source.AUTO_ACCEPTED)
+        for key, label, source in _current_truth().values_list(
+            "document_id", "dominant_type", "source"
+        )
+    }
+    pages: dict[Any, list[str]] = {key: [] for key in truth}
+    for document_id, text in (
+        Page.objects.filter(document_id__in=list(truth))
+        .order_by("document_id", "number")
+        .values_list("document_id", "text")
+    ):
+        pages[document_id].append(text or "")
+    return [
+        (str(key), label, pages[key], clinician)
+        for key, (label, clinician) in truth.items()
+        if pages[key]
+    ]
+
+
+def clinician_label_count() -> int:
+    """Current labels that clinicians gave (the learning loop counts new ones)."""
+    return _current_truth().exclude(source=GroundTruth.Source.AUTO_ACCEPTED).count()
 
 
 def corrected_examples(*, limit: int = 500) -> list[tuple[int, Any, str, str]]:
@@ -855,3 +879,105 @@ def second_review_metrics() -> dict[str, Any]:
             status=SecondReview.Status.ADJUDICATION
         ).count(),
     }
+
+
+# -- the learning loop ---------------------------------------------------------------------------
+
+CHART_WIDTH = 600
+CHART_HEIGHT = 120
+
+
+def _series_chart(
+    *,
+    label: str,
+    days: list[date],
+    values: dict[date, float],
+    activations: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """One rate per day as an SVG polyline (server-rendered, like _bars.html), with a
+    vertical mark at each model activation. The y axis runs from 0 to the largest rate (at
+    least 1%), so a small rate such as the audited error is still readable."""
+    peak = max([*values.values(), 0.01])
+    span = max(1, len(days) - 1)
+
+    def x(day: date) -> float:
+        return round(CHART_WIDTH * (day - days[0]).days / span, 1)
+
+    def y(value: float) -> float:
+        return round(CHART_HEIGHT - CHART_HEIGHT * value / peak, 1)
+
+    points = " ".join(f"{x(d)},{y(values[d])}" for d in days if d in values)
+    dots = [
+        {"x": x(d), "y": y(values[d]), "day": d, "value": values[d]} for d in days if d in values
+    ]
+    marks = [
+        {
+            "x": x(timezone.localtime(a["activated_at"]).date()),
+            "version": a["version"][:7],
+            "day": timezone.localtime(a["activated_at"]).date(),
+        }
+        for a in activations
+        if timezone.localtime(a["activated_at"]).date() >= days[0]
+    ]
+    return {
+        "label": label,
+        "points": points,
+        "dots": dots,
+        "marks": marks,
+        "peak": peak,
+        "width": CHART_WIDTH,
+        "height": CHART_HEIGHT,
+        "first": days[0],
+        "last": days[-1],
+        "empty": not values,
+    }
+
+
+def learning_metrics() -> dict[str, Any]:
+    """The learning loop's section of the metrics page (templates/review/_learning.html):
+    reliability's overview, with the audited accepted-error rate per day from the audits."""
+    from reliability.selectors import LEARNING_DAYS, learning_overview
+
+    overview = learning_overview()
+    today = timezone.localdate()
+    days = [today - timedelta(days=n) for n in range(LEARNING_DAYS - 1, -1, -1)]
+    audits = (
+        AuditSample.objects.filter(verdict__in=AUDIT_SETTLED, sampled_on__gte=days[0])
+        .values("sampled_on")
+        .annotate(
+            audited=Count("pk"), errors=Count("pk", filter=Q(verdict=AuditSample.Verdict.ERROR))
+        )
+    )
+    daily = overview["daily"]
+    charts = [
+        _series_chart(
+            label="Escalation rate",
+            days=days,
+            values={r["day"]: r["escalated"] / r["runs"] for r in daily if r["runs"]},
+            activations=overview["activations"],
+        ),
+        _series_chart(
+            label="Audited accepted-error rate",
+            days=days,
+            values={r["sampled_on"]: r["errors"] / r["audited"] for r in audits if r["audited"]},
+            activations=overview["activations"],
+        ),
+        _series_chart(
+            label="Novelty rate",
+            days=days,
+            values={r["day"]: r["novel"] / r["runs"] for r in daily if r["runs"]},
+            activations=overview["activations"],
+        ),
+    ]
+    names = {t.value: DISPLAY_NAMES[t] for t in DOC_TYPES}
+    thresholds = [
+        {
+            **row,
+            "type_name": "Every type"
+            if row["doc_type"] == "*"
+            else names.get(row["doc_type"], row["doc_type"]),
+            "scope": "" if row["source"] == "*" else row["source"],
+        }
+        for row in overview["thresholds"]
+    ]
+    return {**overview, "charts": charts, "threshold_rows": thresholds, "days": LEARNING_DAYS}

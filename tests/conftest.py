@@ -33,6 +33,9 @@ SLOW = (
     "tests/documents/test_commands.py::test_bench_ingest",
     "tests/documents/test_commands.py::test_load_demo",
     "tests/reliability/test_trained_classifier.py::",
+    "tests/reliability/test_learning.py::",
+    "tests/engine/test_risk.py::test_learn_then_test_holds_its_bound",
+    "tests/reliability/test_bench_learning.py::",
     "tests/reliability/test_gemini_runs.py::test_a_hung_model",
     "tests/reliability/test_gemini.py::test_no_try_outlives",
     "tests/review/test_quality_checks.py::test_the_audited_share",
@@ -75,6 +78,8 @@ def media_root(settings: Any, tmp_path: Path) -> Path:
     # Page images are drawn on request unless a test asks for the render job: without Redis it
     # runs in a background thread, which would outlive the test that ingested the file.
     settings.PAGE_IMAGES_PRERENDER = False
+    # No learning attempts from the recovery pass unless a test asks (they train models).
+    settings.LEARNING = False
     return settings.MEDIA_ROOT
 
 
@@ -215,6 +220,8 @@ def worker_env(redis_url: str) -> dict[str, str]:
         MEDIA_ROOT=str(django_settings.MEDIA_ROOT),
         PAGE_IMAGES_PRERENDER="1" if django_settings.PAGE_IMAGES_PRERENDER else "0",
         DJANGO_SETTINGS_MODULE="config.settings",
+        # As in this process (media_root): no learning attempts from the recovery pass.
+        LEARNING="0",
     )
     return env
 

@@ -106,7 +106,17 @@ def packet_create(
         comparison=comparison,
         comparison_agrees=comparison.get("agrees_on_type") if comparison["available"] else None,
         history=_history(outcome),
+        learning_rank=learning_rank(run),
     )
+
+
+def learning_rank(run: Run) -> int:
+    """The packet's place within its severity with QUEUE_ORDER=learning: 0 for a document
+    whose label teaches the model most (its run's learning value 1), 1000 for none."""
+    value = (run.learning or {}).get("value")
+    if not isinstance(value, int | float):
+        return 1000
+    return round(1000 * (1.0 - max(0.0, min(1.0, float(value)))))
 
 
 def run_outcome_record(

@@ -247,3 +247,40 @@ def adjudicate(
             },
         )
     return second
+
+
+def label_issue_recheck(issues: list[tuple[str, str, str, float]]) -> int:
+    """Blind re-checks of labels the learning loop found likely wrong (reliability.learning,
+    cleanlab): each standing clinician decision among ``issues`` gets a second review with the
+    rule ``label_issue``, unless it had one already or one is open on the document. The
+    version is provisional until the re-check ends. Returns how many were opened."""
+    from review.services.ground_truth import ground_truth_hold
+
+    opened = 0
+    for document_id, _given, _suggested, _probability in issues:
+        truth = (
+            GroundTruth.objects.filter(document_id=document_id, superseded_by__isnull=True)
+            .exclude(source__in=[GroundTruth.Source.WITHDRAWN, GroundTruth.Source.AUTO_ACCEPTED])
+            .select_related("review__packet", "review__reviewer", "document")
+            .first()
+        )
+        review = getattr(truth, "review", None) if truth is not None else None
+        if truth is None or review is None or review.withdrawn_at is not None:
+            continue  # settled by an audit or an adjudication: checked twice already
+        if SecondReview.objects.filter(first_review=review).exists():
+            continue
+        if SecondReview.objects.filter(
+            document_id=document_id, status__in=SecondReview.OPEN_STATUSES
+        ).exists():
+            continue
+        second_review_open(
+            rule=SecondReview.Rule.LABEL_ISSUE,
+            document=truth.document,
+            first_by=review.reviewer,
+            first=segmentation_of(truth.classification),
+            packet=review.packet,
+            review=review,
+        )
+        ground_truth_hold(truth)
+        opened += 1
+    return opened

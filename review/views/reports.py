@@ -91,6 +91,9 @@ def metrics(request: HtmxHttpRequest) -> HttpResponse:
             "reviewers": analytics.reviewer_analytics(),
             "lock_minutes": settings.REVIEW_LOCK_MINUTES,
             "loop": loop_monitoring(),
+            "learning": selectors.learning_metrics(),
+            "learning_interval_hours": settings.LEARNING_INTERVAL_HOURS,
+            "learning_every_labels": settings.LEARNING_EVERY_LABELS,
             "as_of": timezone.now(),
         }
 

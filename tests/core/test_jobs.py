@@ -297,9 +297,9 @@ def test_requeue_lost_sends_the_given_rows_at_once_whatever_their_age(redis_url)
 
 def test_the_registered_kinds_are_the_apps_own():
     names = {work.name: work for work in jobs.registered()}
-    assert set(names) == {"ingest", "render", "run", "webhook"}
+    assert set(names) == {"ingest", "render", "run", "webhook", "learning"}
     assert names["run"].waiting == "waiting" and names["webhook"].waiting == "retrying"
-    assert names["ingest"].waiting is None
+    assert names["ingest"].waiting is None and names["learning"].waiting is None
 
 
 def test_waiting_without_a_due_field_is_refused():

@@ -1,0 +1,303 @@
+"""The learning loop (reliability.learning): scheduled attempts that activate a better candidate
+and refuse a worse one, the admins' pin, runs that escalate under their type's certified
+threshold or as a kind not seen before, and likely-wrong labels found and re-checked blind."""
+
+from __future__ import annotations
+
+import random
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from engine.pipeline import PRESETS
+from reliability import learning, services, training
+from reliability.learner import Example, Learner, Settings, label_issues
+from reliability.models import LearningAttempt, LearningPin, Run, TrainedClassifierModel
+from review.models import GroundTruth, SecondReview
+from tests.reliability.test_trained_classifier import WORDS, document, records, text_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def ground_truth(data: list[training.Record], *, source=GroundTruth.Source.SME_VALIDATED) -> None:
+    for r in data:
+        GroundTruth.objects.create(
+            document=document(*r.pages, key=r.key),
+            source=source,
+            dominant_type=r.label,
+            classification={},
+        )
+
+
+def attempt_now() -> LearningAttempt:
+    attempt = learning.learning_schedule(trigger=LearningAttempt.Trigger.MANUAL)
+    assert attempt is not None
+    attempt.refresh_from_db()
+    return attempt
+
+
+def test_the_scheduled_job_activates_a_better_candidate_and_refuses_a_worse_one(settings):
+    settings.LEARNING = True
+    ground_truth(records(20))
+    assert learning.learning_due() == LearningAttempt.Trigger.SCHEDULE
+    # The workers' recovery pass (inline here: the job runs when it is queued) schedules it.
+    from config.recovery import recover
+
+    queued = recover()["learning"]
+    first = LearningAttempt.objects.get(pk=queued)
+    assert first.trigger == LearningAttempt.Trigger.SCHEDULE
+    assert first.status == LearningAttempt.Status.COMPLETED, first.error
+    assert first.outcome == LearningAttempt.Outcome.ACTIVATED
+    active = TrainedClassifierModel.objects.get(active=True)
+    assert first.candidate_id == first.active_after_id == active.pk
+    assert first.active_before_id is None
+    assert first.figures["candidate"]["accuracy"] >= first.figures["active"]["accuracy"]
+    assert first.thresholds and first.risk["documents"] == 80
+    assert first.novelty["reference"] > 0 and first.novelty_reference
+    assert first.clinician_labels == 80
+    # Nothing is due until labels come in or the interval passes.
+    assert learning.learning_due() == ""
+    # A worse candidate: the training part of the ground truth mislabelled (the held-back
+    # slice keeps the true types, as in test_trained_classifier).
+    swap = {"pathology": "radiology", "radiology": "pathology"}
+    for truth in GroundTruth.objects.all():
+        if not training.held_back(str(truth.document_id)) and truth.dominant_type in swap:
+            GroundTruth.objects.filter(pk=truth.pk).update(dominant_type=swap[truth.dominant_type])
+    second = attempt_now()
+    assert second.outcome == LearningAttempt.Outcome.REFUSED
+    assert second.reason.startswith("Not activated: worse than")
+    assert second.candidate is not None and not second.candidate.active
+    assert TrainedClassifierModel.objects.get(active=True).pk == active.pk
+    assert second.active_after_id == active.pk  # thresholds certified for the model kept
+    out = StringIO()
+    call_command("learn", "--list", stdout=out)
+    assert "refused" in out.getvalue() and "activated" in out.getvalue()
+
+
+def test_new_clinician_labels_make_an_attempt_due(settings):
+    settings.LEARNING = True
+    settings.LEARNING_EVERY_LABELS = 10
+    ground_truth(records(5))
+    LearningAttempt.objects.create(
+        trigger="schedule", status=LearningAttempt.Status.COMPLETED, clinician_labels=20
+    )
+    assert learning.learning_due() == ""
+    rng = random.Random(8)
+    ground_truth(
+        [training.Record(f"new-{i}", "radiology", [text_for("radiology", rng)]) for i in range(9)]
+    )
+    assert learning.learning_due() == ""
+    # Accepted machine answers are not clinician labels.
+    ground_truth(
+        [training.Record("machine", "radiology", [text_for("radiology", rng)])],
+        source=GroundTruth.Source.AUTO_ACCEPTED,
+    )
+    assert learning.learning_due() == ""
+    ground_truth([training.Record("tenth", "radiology", [text_for("radiology", rng)])])
+    assert learning.learning_due() == LearningAttempt.Trigger.LABELS
+    settings.LEARNING = False
+    assert learning.learning_due() == ""
+
+
+def test_a_pinned_model_stays_active_and_a_rollback_is_certified_again(settings, admin_user):
+    ground_truth(records(20))
+    first = attempt_now()
+    pinned = TrainedClassifierModel.objects.get(pk=first.active_after_id)
+    learning.model_activate(row=pinned, user=admin_user, pin=True)
+    assert LearningPin.objects.get().model_id == pinned.pk
+    rng = random.Random(4)
+    ground_truth(
+        [
+            training.Record(f"more-{label}-{i}", label, [text_for(label, rng)])
+            for label in WORDS
+            for i in range(5)
+        ]
+    )
+    latest = attempt_now()
+    assert latest.outcome == LearningAttempt.Outcome.PINNED
+    assert TrainedClassifierModel.objects.get(active=True).pk == pinned.pk
+    assert latest.active_after_id == pinned.pk and latest.thresholds
+    assert learning.model_unpin(user=admin_user) and not LearningPin.objects.exists()
+
+
+def test_a_run_under_its_types_certified_threshold_escalates_with_the_reason(settings):
+    ground_truth(records(20))
+    attempt = attempt_now()
+    assert attempt.outcome == LearningAttempt.Outcome.ACTIVATED
+    # Certified thresholds that nothing meets: every run of the type is escalated, saying why.
+    rows = attempt.thresholds
+    for row in rows:
+        row.update(threshold=1.01, reason="test")
+    LearningAttempt.objects.filter(pk=attempt.pk).update(thresholds=rows)
+    learning._forget()
+    doc = document(text_for("radiology", random.Random(77)), key="fresh-radiology")
+    run = services.run_start(document=doc)
+    run.refresh_from_db()
+    assert run.status == Run.Status.COMPLETED and run.final_decision == "ESCALATE_TO_SME"
+    issues = run.attempts.get(number=run.best_attempt_number).issues.values_list("code", flat=True)
+    assert "below_risk_threshold" in issues
+    assert run.learning["threshold"] == 1.01 and run.learning["risk_control"]
+    assert run.packet.learning_rank < 1000  # ranked for QUEUE_ORDER=learning
+
+
+def test_a_document_from_a_source_absent_from_training_is_escalated_as_novel(settings):
+    ground_truth(records(20))
+    attempt_now()
+    icu = (
+        "ICU NURSING FLOWSHEET 0700-1900. Neuro: RASS -1, pupils equal reactive. Resp: vent AC "
+        "FiO2 40% PEEP 8, suctioned moderate secretions. CV: norepinephrine titrated to MAP > "
+        "65. GI: tube feeds at goal. Skin: turned q2h, sacral dressing intact. Lines: R IJ CVC."
+    )
+    run = services.run_start(document=document(icu, key="icu-flowsheet"))
+    run.refresh_from_db()
+    assert run.final_decision == "ESCALATE_TO_SME"
+    # Less similar than every one of the 64 training documents: the least p-value, 1 / 65.
+    assert run.learning["novel"] and run.learning["novelty"]["p_value"] < 0.02
+    issue = run.attempts.get(number=run.best_attempt_number).issues.get(code="novel_document")
+    assert issue.message.startswith("A kind of document not seen before")
+    # One like the training documents is not.
+    seen = services.run_start(document=document(text_for("pathology", random.Random(3)), key="p"))
+    seen.refresh_from_db()
+    assert not seen.learning["novel"]
+
+
+def flipped(n_per_type: int, flips: int, seed: int) -> tuple[list[Example], set[str]]:
+    rng = random.Random(seed)
+    data = [Example(r.key, r.label, r.pages, source="test") for r in records(n_per_type, seed=seed)]
+    chosen = set(rng.sample([r.key for r in data], flips))
+    labels = list(WORDS)
+    out = []
+    for r in data:
+        if r.key in chosen:
+            wrong = rng.choice([label for label in labels if label != r.label])
+            out.append(Example(r.key, wrong, r.pages, source="test"))
+        else:
+            out.append(r)
+    return out, chosen
+
+
+@pytest.mark.django_db
+def test_label_error_detection_finds_flips_injected_into_a_small_ground_truth():
+    data, flips = flipped(15, 6, seed=2)
+    learner = Learner(Settings(preset=PRESETS["clinical"], folds=5))
+    found = {key for key, *_ in label_issues(learner.cross_fit(data))}
+    true_positives = len(found & flips)
+    assert true_positives >= 5  # recall >= 5/6
+    assert true_positives / max(1, len(found)) >= 0.5  # precision
+
+
+def test_likely_wrong_clinician_labels_go_to_a_blind_recheck(reviewer):
+    from django.test import Client
+    from django.urls import reverse
+
+    from review.services.second_review import label_issue_recheck
+    from tests.review.conftest import make_packet
+
+    packet = make_packet(sha="r")
+    client = Client()
+    client.force_login(reviewer)
+    assert client.post(reverse("review:validate", args=[packet.pk])).status_code == 302
+    truth = GroundTruth.objects.get(document=packet.document)
+    assert truth.state == GroundTruth.State.FINAL
+    opened = label_issue_recheck([(str(packet.document_id), truth.dominant_type, "other", 0.01)])
+    assert opened == 1
+    second = SecondReview.objects.get(document=packet.document)
+    assert second.rule == SecondReview.Rule.LABEL_ISSUE and second.first_by == reviewer
+    truth.refresh_from_db()
+    assert truth.state == GroundTruth.State.PROVISIONAL
+    # Asked again: one re-check per decision.
+    assert label_issue_recheck([(str(packet.document_id), truth.dominant_type, "other", 0.01)]) == 0
+
+
+def test_the_metrics_page_shows_thresholds_novelty_and_attempts(admin_user, settings):
+    from django.test import Client
+    from django.urls import reverse
+    from django.utils import timezone
+
+    from engine.risk import Calibration, ltt_threshold
+
+    settings.NOVELTY_ALERT_RATE = 0.1
+    model = TrainedClassifierModel.objects.create(
+        version="abc123def456",
+        data_hash="0" * 64,
+        source="test",
+        active=True,
+        activated_at=timezone.now(),
+        blob=b"-",
+        blob_sha256="-",
+    )
+    certified = ltt_threshold(
+        [Calibration("radiology", "a", 0.99, True, True) for _ in range(500)],
+        alpha=0.005,
+        delta=0.1,
+        doc_type="radiology",
+    )
+    short = ltt_threshold(
+        [Calibration("*", "a", 0.99, True, True) for _ in range(30)], alpha=0.005, delta=0.1
+    )
+    LearningAttempt.objects.create(
+        trigger="schedule",
+        status="completed",
+        outcome="activated",
+        reason="Activated: test.",
+        candidate=model,
+        active_after=model,
+        finished_at=timezone.now(),
+        thresholds=[short.as_dict(), certified.as_dict()],
+        risk={"method": "ltt", "calibration": "cross-fitted", "candidates": 530, "errors": 0},
+    )
+    rng = random.Random(1)
+    for i in range(25):
+        doc = document(text_for("radiology", rng), key=f"m-{i}")
+        Run.objects.create(
+            document=doc,
+            preset="clinical",
+            classifier="offline",
+            status="completed",
+            final_decision="ESCALATE_TO_SME" if i < 5 else "AUTO_ACCEPT",
+            finished_at=timezone.now(),
+            learning={"novel": i < 5, "source": "hospital_b" if i < 10 else "hospital_a"},
+        )
+    client = Client()
+    client.force_login(admin_user)
+    html = client.get(reverse("review:metrics")).content.decode()
+    assert 'id="learning"' in html and "trained-abc123def456" in html
+    assert 'data-threshold-type="radiology"' in html and "none: escalate" in html
+    assert 'id="novelty-alert"' in html and "hospital_b" in html
+    assert 'data-chart="escalation-rate"' in html and "<polyline" in html
+    assert 'data-attempt-outcome="activated"' in html
+
+
+def test_admins_pin_a_model_and_roll_back_in_django_admin(admin_user, reviewer):
+    from django.test import Client
+    from django.urls import reverse
+
+    old, new = (
+        TrainedClassifierModel.objects.create(
+            version=v * 12, data_hash=v * 64, source="test", blob=b"-", blob_sha256="-"
+        )
+        for v in "ab"
+    )
+    TrainedClassifierModel.objects.filter(pk=new.pk).update(active=True)
+    admin_user.is_staff = True
+    admin_user.save()
+    client = Client()
+    client.force_login(admin_user)
+    url = reverse("admin:reliability_trainedclassifiermodel_changelist")
+    response = client.post(url, {"action": "pin_model", "_selected_action": [old.pk]})
+    assert response.status_code == 302
+    assert TrainedClassifierModel.objects.get(active=True).pk == old.pk
+    assert LearningPin.objects.get().model_id == old.pk
+    # An attempt was queued to certify the pinned model (here: no ground truth to train on).
+    assert LearningAttempt.objects.get().outcome == LearningAttempt.Outcome.NO_DATA
+    client.post(url, {"action": "activate_model", "_selected_action": [new.pk]})
+    assert TrainedClassifierModel.objects.get(active=True).pk == new.pk
+    assert not LearningPin.objects.exists()  # a rollback to another model ends the pin
+    # A reviewer cannot.
+    reviewer.is_staff = True
+    reviewer.save()
+    client.force_login(reviewer)
+    response = client.post(url, {"action": "pin_model", "_selected_action": [old.pk]})
+    assert response.status_code == 403
+    assert TrainedClassifierModel.objects.get(active=True).pk == new.pk
