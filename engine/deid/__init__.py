@@ -70,6 +70,7 @@ class Pseudonyms:
         self.surrogates = surrogates
         self.injective = injective
         self.avoid = avoid.casefold()
+        self._avoid_words = set(re.findall(r"[^\W_]+", self.avoid))
         self.given: dict[tuple[str, str], str] = {}  # (type, key) -> surrogate
         self.back: dict[str, str] = {}  # surrogate as written -> original as written
         self._taken: dict[str, tuple[str, str]] = {}  # casefolded surrogate -> (type, key)
@@ -91,7 +92,7 @@ class Pseudonyms:
         return chosen
 
     def _choose(self, kind: str, value: str, key: tuple[str, str]) -> str:
-        for salt in range(64):
+        for salt in range(256):
             candidate = self.surrogates.of(kind, value, salt)
             if not self.injective:
                 return candidate
@@ -103,11 +104,9 @@ class Pseudonyms:
         raise RuntimeError(f"no free surrogate for a {kind} value")  # pragma: no cover
 
     def _present(self, folded: str) -> bool:
-        return (
-            bool(self.avoid)
-            and re.search(r"(?<![^\W_])" + re.escape(folded) + r"(?![^\W_])", self.avoid)
-            is not None
-        )
+        if re.fullmatch(r"[^\W_]+", folded):
+            return folded in self._avoid_words
+        return folded in self.avoid
 
     def restore(self, text: str) -> str:
         """Every surrogate this scope gave, in ``text``, back to its original."""

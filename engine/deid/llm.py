@@ -46,6 +46,8 @@ class DeidentifyingClient(EvaluationOperations):
     # -- the inner client's state --------------------------------------------------------------
 
     def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (a copy being made): no recursion
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
     @property

@@ -223,8 +223,14 @@ class Surrogates:
         message = "\x1f".join(str(p) for p in parts).encode("utf-8", "surrogatepass")
         return hmac.new(self.key, message, hashlib.sha256).digest()
 
-    def _pick(self, options: list[str] | tuple[str, ...], *parts: object) -> str:
-        return options[int.from_bytes(self._stream(*parts)[:8], "big") % len(options)]
+    def _pick(self, options: list[str] | tuple[str, ...], *parts: object, salt: int = 0) -> str:
+        """One of ``options``; from the 8th ``salt`` on (a document with more names than the
+        list), two of them joined (Ashby-Thorne)."""
+        stream = self._stream(*parts, salt)
+        first = options[int.from_bytes(stream[:8], "big") % len(options)]
+        if salt < 8:
+            return first
+        return f"{first}-{options[int.from_bytes(stream[8:16], 'big') % len(options)]}"
 
     def of(self, kind: str, value: str, salt: int = 0) -> str:
         if kind == NAME:
@@ -250,7 +256,7 @@ class Surrogates:
         from engine.deid import lexicon
 
         pool = FIRST_NAMES if lexicon.is_first_name(value) else SURNAMES
-        word = self._pick(pool, NAME, value.casefold(), salt)
+        word = self._pick(pool, NAME, value.casefold(), salt=salt)
         return _same_case(word, value)
 
     def characters(self, kind: str, value: str, salt: int = 0) -> str:
@@ -289,22 +295,23 @@ class Surrogates:
                 words.append(self.characters(ADDRESS, token, salt))
             elif token[:1].isalpha():
                 words.append(
-                    _same_case(self._pick(pool, ADDRESS, token.casefold(), salt, i), token)
+                    _same_case(self._pick(pool, ADDRESS, token.casefold(), i, salt=salt), token)
                 )
             else:
                 words.append(token)
         return "".join(words)
 
     def date(self, value: str, salt: int = 0) -> str:
-        """A date in the same format: the year kept (moved when it would tell an age over
-        89), the month and day drawn from the key. Unparsed shapes get their digits drawn."""
+        """A date in the same format: the year kept (every year that would tell an age over
+        89 becomes the same one, as Safe Harbor groups those ages), the month and day drawn
+        from the key. Unparsed shapes get their digits drawn."""
         parsed = parse_date(value)
         if parsed is None:
             return self.characters(DATE, value, salt)
         year, month, day, render = parsed
         stream = self._stream(DATE, value, salt)
         if year is not None and year < self.today.year - OLDEST_YEARS:
-            year = self.today.year - OLDEST_YEARS - 1 - stream[4] % 10
+            year = self.today.year - OLDEST_YEARS - 1  # one year for every age over 89
         new_month = 1 + stream[0] % 12 if month is not None else None
         days = calendar.monthrange(year or 2001, new_month or 1)[1]
         new_day = 1 + int.from_bytes(stream[1:3], "big") % days if day is not None else None
