@@ -7,6 +7,9 @@
   (a split by document, ``dataset_split``) plus a README.md dataset card (label set, splits,
   counts per type, source and state, the export filter). Downloads zip it.
 
+On request (``deidentify``) every text of every row is de-identified with consistent surrogates
+and each row names the method (review.deidentify).
+
 Every row carries its version's state (``provisional`` while a check on it is open, ``final``
 once the process is done; FHIR: ``docStatus``). What an export holds by default depends on who
 reads it (``export_state``): JSONL, CSV and FHIR hand over every state, marked, so a consumer
