@@ -43,14 +43,25 @@ FILE_RESPONSE = {
 
 
 def _export(
-    request: HttpRequest, records: QuerySet[GroundTruth], *, fmt: str, export_filter: ExportFilter
+    request: HttpRequest,
+    records: QuerySet[GroundTruth],
+    *,
+    fmt: str,
+    export_filter: ExportFilter,
+    deidentify: bool = False,
 ) -> HttpResponseBase:
     return export_response(
         user=request.user,
         records=records,
         fmt=fmt,
         export_filter=export_filter,
-        audit_filters={"via": "api", "format": fmt, **export_filter.as_dict()},
+        audit_filters={
+            "via": "api",
+            "format": fmt,
+            **export_filter.as_dict(),
+            "deidentify": deidentify,
+        },
+        deidentify=deidentify,
     )
 
 
@@ -63,7 +74,9 @@ def _export(
     "submitted, less those of a document under a blind check its user takes no part in. "
     "`state`: `all`, `final` or `provisional`; left out (or empty), the format's default. "
     + STATE_DEFAULTS
-    + " A date filter whose end is before its start is refused (400).",
+    + " A date filter whose end is before its start is refused (400). `deidentify=true` "
+    "replaces names, dates, record and phone numbers, addresses and other PHI in every text "
+    "by consistent surrogates, and each row (FHIR: each Provenance) names the method.",
     response={200: None, 400: Error, 401: Error, 501: Error},
     openapi_extra={"responses": {"200": FILE_RESPONSE}},
 )
@@ -76,6 +89,7 @@ def ground_truth_export(
     end: date | None = None,
     all_versions: bool = False,
     state: str = "",
+    deidentify: bool = False,
 ) -> HttpResponseBase:
     if type and type not in DOCUMENT_TYPES:
         raise Refused(
@@ -99,7 +113,11 @@ def ground_truth_export(
     if not may_read_all(request.user):
         records = records.filter(document__uploaded_by_id=request.user.pk)
     return _export(
-        request, visible_truth(request.user, records), fmt=format, export_filter=export_filter
+        request,
+        visible_truth(request.user, records),
+        fmt=format,
+        export_filter=export_filter,
+        deidentify=deidentify,
     )
 
 

@@ -360,6 +360,12 @@ if RETENTION_DAYS:
     LLM_CACHE_DAYS = min(LLM_CACHE_DAYS, RETENTION_DAYS)
 # A run waiting for the language model longer than this fails (the API is down for good).
 LLM_WAIT_MAX_HOURS = env_float("LLM_WAIT_MAX_HOURS", 24.0)
+# De-identification (engine.deid, docs/deidentification.md). LLM_DEIDENTIFY: every prompt to
+# the language model carries surrogates instead of PHI, and answers are mapped back to the
+# original text. DEID_KEY keys the surrogates (the same value always gets the same one);
+# without it, a key derived from SECRET_KEY. Changing either changes every surrogate.
+LLM_DEIDENTIFY = env_bool("LLM_DEIDENTIFY", False)
+DEID_KEY = env_str("DEID_KEY")
 # The independent gate: the second classifier's agreement stands in for the same-model LLM
 # checks when its own confidence is at least this (0 = always, above 1 = never).
 GATE_CONFIRM_CONFIDENCE = env_float("GATE_CONFIRM_CONFIDENCE", 0.5)

@@ -20,7 +20,7 @@ from engine import llm, pipeline
 from engine.document import DocumentContext, SecondOpinion
 from engine.llm.client import Price
 from engine.schemas import Decision
-from reliability import llm_runtime, training
+from reliability import deid, llm_runtime, training
 from reliability.fields import classification_templates
 from reliability.models import Attempt, Run
 from reliability.services import build_classifiers
@@ -63,7 +63,7 @@ def run_chain(
     """(model, prompt version, predicted type, decision) of the LLM chain for one document, as
     a run executes it (the corrected examples, the gate, the checks, re-asks), without storing
     anything. A document the model gives no answer for is a failure: escalated, no type."""
-    client = client_for(model)
+    client = deid.llm_client(client_for(model), pages=pages)
     examples = training.few_shot_examples(pages, exclude_document=document.pk)
     primary, gate, _client = build_classifiers(
         client, templates=classification_templates(document), examples=examples

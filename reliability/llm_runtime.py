@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from engine import llm
 from engine.llm.throttle import CircuitState, LocalThrottle, RedisThrottle, Throttle
+from reliability import deid
 from reliability.models import LLMResponse, Run
 
 
@@ -109,7 +110,8 @@ def client_for_run(**overrides: Any) -> llm.GeminiClient | None:
         "deadline": time.monotonic() + settings.RUN_DEADLINE_SECONDS,
     }
     options.update(overrides)
-    return llm.client_from_settings(settings, **options)
+    # LLM_DEIDENTIFY: every caller's prompts carry surrogates (a run adds its document's pages).
+    return deid.llm_client(llm.client_from_settings(settings, **options))
 
 
 def day_start(now: datetime | None = None) -> datetime:

@@ -41,7 +41,7 @@ from engine.schemas import (
     number_issues,
 )
 from engine.schemas import Issue as EngineIssue
-from reliability import hooks, learning, llm_runtime, training
+from reliability import deid, hooks, learning, llm_runtime, training
 from reliability.fields import classification_templates, fields_extract, fields_save, form_issues
 from reliability.jobs import RUN
 from reliability.learner import ChainResult
@@ -340,6 +340,7 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
     elif client.deadline is None:
         client.deadline = time.monotonic() + settings.RUN_DEADLINE_SECONDS
     pages = list(document.pages.order_by("number").values_list("text", flat=True))
+    client = deid.llm_client(client, pages=pages)  # LLM_DEIDENTIFY: surrogates leave, not PHI
     examples = (
         training.few_shot_examples(pages, exclude_document=document.pk)
         if client is not None

@@ -30,6 +30,7 @@ from engine.schemas import (
     SelfEvaluation,
     TypeAssessment,
 )
+from reliability import deid
 from reliability.extraction import ProcessingOptions, form_templates, loop_config, packs
 from reliability.models import Extraction
 
@@ -328,7 +329,9 @@ def correction_fields(
     options = ProcessingOptions.model_validate(document.options or {})
     config = loop_config(options, preset)
     loaded = packs() if needs_text else {}
-    client = llm.client_from_settings(settings) if needs_text else None
+    client = (
+        deid.llm_client(llm.client_from_settings(settings), pages=pages) if needs_text else None
+    )
     records: list[dict[str, Any]] = []
     for index, (start, end, doc_type) in enumerate(correction.segments):
         extraction = kept.get((start, end, doc_type.value))

@@ -7,6 +7,9 @@
   (a split by document, ``dataset_split``) plus a README.md dataset card (label set, splits,
   counts per type, source and state, the export filter). Downloads zip it.
 
+On request (``deidentify``) every text of every row is de-identified with consistent surrogates
+and each row names the method (review.deidentify).
+
 Every row carries its version's state (``provisional`` while a check on it is open, ``final``
 once the process is done; FHIR: ``docStatus``). What an export holds by default depends on who
 reads it (``export_state``): JSONL, CSV and FHIR hand over every state, marked, so a consumer
@@ -41,11 +44,13 @@ from django.http.response import HttpResponseBase
 from core.errors import Refused
 from engine.schemas import DISPLAY_NAMES, DOC_TYPES
 from review import fhir
+from review.deidentify import DEID_FIELD, ExportScrub
 from review.models import GroundTruth
 from review.selectors import ground_truth_selection
 from review.serializers import (
     EXPORT_FIELDS,
     TEXT_FIELD,
+    deid_row,
     export_ground_truth,
     ground_truth_as_dict,
     ground_truth_chunks,
@@ -177,7 +182,7 @@ class ExportFilter:
 # -- Parquet ------------------------------------------------------------------------------------
 
 
-def _columns(*, hf: bool, with_text: bool = False) -> list[tuple[str, Any]]:
+def _columns(*, hf: bool, with_text: bool = False, deid: bool = False) -> list[tuple[str, Any]]:
     pa = _pyarrow()
     types = {
         "document_id": pa.string(),
@@ -197,8 +202,10 @@ def _columns(*, hf: bool, with_text: bool = False) -> list[tuple[str, Any]]:
         "reason": pa.string(),
         "note": pa.string(),
         TEXT_FIELD: pa.string(),  # JSON list of {number, text}, only on request
+        DEID_FIELD: pa.string(),  # the de-identification method, only on request
     }
     names = list(EXPORT_FIELDS) + ([TEXT_FIELD] if with_text else [])
+    names += [DEID_FIELD] if deid else []
     if not hf:
         return [(name, types[name]) for name in names]
     # The dataset leaves the filename out (it may name the patient) and adds the class label.
@@ -269,11 +276,18 @@ class _ParquetFile:
     query): nothing is written, not even the file, until the first record or ``close``."""
 
     def __init__(
-        self, sink: str | Path | IO[bytes], *, hf: bool, with_text: bool, schema: Any
+        self,
+        sink: str | Path | IO[bytes],
+        *,
+        hf: bool,
+        with_text: bool,
+        schema: Any,
+        deid: ExportScrub | None = None,
     ) -> None:
         self.sink = sink
         self.hf = hf
         self.with_text = with_text
+        self.deid = deid
         self.schema = schema
         self.writer: Any = None
         self.batch: list[GroundTruth] = []
@@ -286,12 +300,14 @@ class _ParquetFile:
 
     def flush(self) -> None:
         pa = _pyarrow()
-        texts = page_texts(self.batch) if self.with_text else {}
+        texts = page_texts(self.batch) if self.with_text or self.deid else {}
         rows = []
         for truth in self.batch:
             record = ground_truth_as_dict(truth)
             if self.with_text:
                 record[TEXT_FIELD] = texts.get(record["document_id"], [])
+            if self.deid:
+                record = deid_row(self.deid, record, texts, with_text=self.with_text)
             self.summary.count(record)
             rows.append(_row(record, hf=self.hf))
         if self.writer is None:
@@ -309,9 +325,9 @@ class _ParquetFile:
             self.writer.close()
 
 
-def _schema(*, hf: bool, with_text: bool) -> Any:
+def _schema(*, hf: bool, with_text: bool, deid: bool = False) -> Any:
     pa = _pyarrow()
-    columns = _columns(hf=hf, with_text=with_text)
+    columns = _columns(hf=hf, with_text=with_text, deid=deid)
     metadata = {}
     if hf:
         # datasets reads the features (the class label) from this schema metadata.
@@ -327,9 +343,11 @@ def parquet_write(
     *,
     hf: bool = False,
     with_text: bool = False,
+    deid: ExportScrub | None = None,
 ) -> Summary:
     """Write the records to one Parquet file in batches; return what was written."""
-    out = _ParquetFile(sink, hf=hf, with_text=with_text, schema=_schema(hf=hf, with_text=with_text))
+    schema = _schema(hf=hf, with_text=with_text, deid=deid is not None)
+    out = _ParquetFile(sink, hf=hf, with_text=with_text, schema=schema, deid=deid)
     try:
         for truth in records:
             out.add(truth)
@@ -366,18 +384,19 @@ def hf_split_write(
     open_sink: Callable[[str], str | Path | IO[bytes]],
     *,
     with_text: bool = False,
+    deid: ExportScrub | None = None,
 ) -> dict[str, Summary]:
     """Write the dataset's rows, each to its document's split (``dataset_split``), reading
     the records once; return what each split holds. A split with no row gets no file (the
     datasets library refuses an empty Parquet file), except train when nothing matched, so
     the folder still has its schema. ``open_sink(split)`` gives where a split's file goes."""
-    schema = _schema(hf=True, with_text=with_text)
+    schema = _schema(hf=True, with_text=with_text, deid=deid is not None)
     files: dict[str, _ParquetFile] = {}
 
     def file_of(split: str) -> _ParquetFile:
         if split not in files:
             files[split] = _ParquetFile(
-                open_sink(split), hf=True, with_text=with_text, schema=schema
+                open_sink(split), hf=True, with_text=with_text, schema=schema, deid=deid
             )
         return files[split]
 
@@ -418,12 +437,16 @@ def _state_line(export_filter: ExportFilter) -> str:
 
 
 def dataset_card(
-    splits: dict[str, Summary], export_filter: ExportFilter, *, with_text: bool = False
+    splits: dict[str, Summary],
+    export_filter: ExportFilter,
+    *,
+    with_text: bool = False,
+    deid: ExportScrub | None = None,
 ) -> str:
     """README.md for the folder: YAML metadata datasets understands (configs, features,
-    splits) and Vetted's own (the filter, the split rule, the counts), then a readable
-    description."""
-    columns = _columns(hf=True, with_text=with_text)
+    splits) and Vetted's own (the filter, the split rule, the counts, the de-identification
+    method), then a readable description."""
+    columns = _columns(hf=True, with_text=with_text, deid=deid is not None)
     summary = sum(splits.values(), Summary())
     lines = [
         "---",
@@ -475,6 +498,7 @@ def dataset_card(
         ],
         "  counts_per_state:",
         *[f"    {state}: {summary.per_state.get(state, 0)}" for state in GroundTruth.State.values],
+        f"  deidentification: {_yaml(deid.method if deid else None)}",
         "---",
         "",
         "# Vetted ground truth",
@@ -528,6 +552,7 @@ def dataset_card(
         "decided, if any. The original filename is left out: filenames may name the patient. "
         "Join on `document_id` or `document_sha256` if you need it.",
         "",
+        *(_deid_lines(deid) if deid else []),
         "## Loading",
         "",
         "```python",
@@ -539,6 +564,20 @@ def dataset_card(
         "",
     ]
     return "\n".join(lines)
+
+
+def _deid_lines(deid: ExportScrub) -> list[str]:
+    return [
+        "## De-identification",
+        "",
+        f"De-identified with {deid.method}. Names, dates (the year kept), record and other "
+        "numbers, phone numbers, addresses, e-mail and web addresses and ages over 89 in "
+        "every text column (page text, the classification's snippets and reasoning, field "
+        "values, the reason and the note) are replaced by surrogates of the same shape; the "
+        "same value has the same surrogate in every row. Labels, versions, states and ids are "
+        "unchanged. The `deidentification` column names the method on every row.",
+        "",
+    ]
 
 
 def _split_ranges() -> list[tuple[str, int, int]]:
@@ -555,19 +594,24 @@ def hf_write(
     *,
     export_filter: ExportFilter,
     with_text: bool = False,
+    deid: ExportScrub | None = None,
 ) -> dict[str, Summary]:
     folder = Path(folder)
     (folder / "data").mkdir(parents=True, exist_ok=True)
     splits = hf_split_write(
-        records, lambda split: folder / hf_data_file(split), with_text=with_text
+        records, lambda split: folder / hf_data_file(split), with_text=with_text, deid=deid
     )
-    card = dataset_card(splits, export_filter, with_text=with_text)
+    card = dataset_card(splits, export_filter, with_text=with_text, deid=deid)
     (folder / "README.md").write_text(card, encoding="utf-8")
     return splits
 
 
 def _hf_zip(
-    records: Iterable[GroundTruth], *, export_filter: ExportFilter, with_text: bool = False
+    records: Iterable[GroundTruth],
+    *,
+    export_filter: ExportFilter,
+    with_text: bool = False,
+    deid: ExportScrub | None = None,
 ) -> bytes:
     buffers: dict[str, io.BytesIO] = {}
 
@@ -575,9 +619,10 @@ def _hf_zip(
         buffers[split] = io.BytesIO()
         return buffers[split]
 
-    splits = hf_split_write(records, open_sink, with_text=with_text)
+    splits = hf_split_write(records, open_sink, with_text=with_text, deid=deid)
     files = {hf_data_file(split): buffers[split].getvalue() for split in splits}
-    files["README.md"] = dataset_card(splits, export_filter, with_text=with_text).encode()
+    card = dataset_card(splits, export_filter, with_text=with_text, deid=deid)
+    files["README.md"] = card.encode()
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
         for name in sorted(files):
@@ -595,19 +640,22 @@ def export_bytes(
     export_filter: ExportFilter,
     site_url: str,
     with_text: bool = False,
+    deidentify: bool = False,
 ) -> bytes:
     """The whole export as one download (the export page and the API). ``with_text`` adds
-    each page's text to the tabular formats; FHIR references the file instead."""
+    each page's text to the tabular formats; FHIR references the file instead.
+    ``deidentify``: PHI in every text replaced by consistent surrogates (review.deidentify)."""
+    deid = ExportScrub() if deidentify else None
     if fmt in ("jsonl", "csv"):
-        return export_ground_truth(records, fmt=fmt, with_text=with_text)
+        return export_ground_truth(records, fmt=fmt, with_text=with_text, deid=deid)
     if fmt == "fhir":
-        return fhir.bundle_bytes(records, site_url=site_url)
+        return fhir.bundle_bytes(records, site_url=site_url, deid=deid)
     if fmt == "parquet":
         buffer = io.BytesIO()
-        parquet_write(records, buffer, with_text=with_text)
+        parquet_write(records, buffer, with_text=with_text, deid=deid)
         return buffer.getvalue()
     if fmt == "hf":
-        return _hf_zip(records, export_filter=export_filter, with_text=with_text)
+        return _hf_zip(records, export_filter=export_filter, with_text=with_text, deid=deid)
     raise ValueError(f"unknown export format {fmt!r}")
 
 
@@ -619,24 +667,27 @@ def export_write(
     export_filter: ExportFilter,
     site_url: str,
     with_text: bool = False,
+    deidentify: bool = False,
 ) -> None:
     """Write an export to ``out``: a file, or for ``hf`` a folder (created if missing)."""
+    deid = ExportScrub() if deidentify else None
     if fmt == "hf":
-        hf_write(records, out, export_filter=export_filter, with_text=with_text)
+        hf_write(records, out, export_filter=export_filter, with_text=with_text, deid=deid)
     elif fmt == "fhir":
         with out.open("wb") as handle:
-            for chunk in fhir.bundle_chunks(records, site_url=site_url):
+            for chunk in fhir.bundle_chunks(records, site_url=site_url, deid=deid):
                 handle.write(chunk)
     elif fmt == "parquet":
-        parquet_write(records, out, with_text=with_text)
+        parquet_write(records, out, with_text=with_text, deid=deid)
     else:
-        size = TEXT_CHUNK if with_text else STREAM_CHUNK
+        size = TEXT_CHUNK if with_text or deid else STREAM_CHUNK
         with out.open("wb") as handle:
             for chunk in ground_truth_chunks(
                 stream_records(records, fmt=fmt, chunk_size=size),
                 fmt=fmt,
                 with_text=with_text,
                 chunk_size=size,
+                deid=deid,
             ):
                 handle.write(chunk)
 
@@ -702,18 +753,23 @@ def export_stream(
     on_end: Callable[[Streamed], None],
     with_text: bool = False,
     chunk_size: int | None = None,
+    deidentify: bool = False,
 ) -> Generator[bytes]:
     """A JSONL, CSV or FHIR export as it is made: the same bytes as ``export_bytes``.
     ``on_end`` gets the digest of every byte handed over and the record count once, when the
     stream ends, or is broken off (``complete`` False): one audit event per export."""
     if fmt not in STREAMED:
         raise ValueError(f"{fmt!r} exports are not streamed")
-    size = chunk_size or (TEXT_CHUNK if with_text and fmt != "fhir" else STREAM_CHUNK)
+    deid = ExportScrub() if deidentify else None
+    texts = (with_text or deid is not None) and fmt != "fhir"
+    size = chunk_size or (TEXT_CHUNK if texts else STREAM_CHUNK)
     counted = _Counted(stream_records(records, fmt=fmt, chunk_size=size))
     if fmt == "fhir":
-        chunks = fhir.bundle_chunks(counted, site_url=site_url)
+        chunks = fhir.bundle_chunks(counted, site_url=site_url, deid=deid)
     else:
-        chunks = ground_truth_chunks(counted, fmt=fmt, with_text=with_text, chunk_size=size)
+        chunks = ground_truth_chunks(
+            counted, fmt=fmt, with_text=with_text, chunk_size=size, deid=deid
+        )
     digest = hashlib.sha256()
     complete = False
     try:
@@ -750,6 +806,7 @@ def export_response(
     export_filter: ExportFilter,
     audit_filters: dict[str, Any],
     with_text: bool = False,
+    deidentify: bool = False,
 ) -> HttpResponseBase:
     """The download of an export, for the page and the API alike. JSONL, CSV and FHIR stream
     and are audited when the stream ends (``interrupted`` when it is broken off); Parquet and
@@ -768,7 +825,12 @@ def export_response(
             )
 
         stream = export_stream(
-            records, fmt=fmt, site_url=settings.SITE_URL, with_text=with_text, on_end=audit
+            records,
+            fmt=fmt,
+            site_url=settings.SITE_URL,
+            with_text=with_text,
+            on_end=audit,
+            deidentify=deidentify,
         )
         streaming = StreamingHttpResponse(stream, content_type=CONTENT_TYPES[fmt])
         streaming["Content-Disposition"] = disposition
@@ -779,6 +841,7 @@ def export_response(
         export_filter=export_filter,
         site_url=settings.SITE_URL,
         with_text=with_text,
+        deidentify=deidentify,
     )
     export_audit(
         user=user, digest=export_digest(body), filters=audit_filters, records=records.count()

@@ -30,6 +30,7 @@ from functools import cache
 from typing import Any
 
 from engine.schemas import DISPLAY_NAMES, DocType
+from review.deidentify import ExportScrub
 from review.models import GroundTruth
 
 LOINC = "http://loinc.org"
@@ -38,6 +39,10 @@ UCUM = "http://unitsofmeasure.org"
 PARTICIPANT_TYPE = "http://terminology.hl7.org/CodeSystem/provenance-participant-type"
 DATA_OPERATION = "http://terminology.hl7.org/CodeSystem/v3-DataOperation"
 OBSERVATION_CATEGORY = "http://terminology.hl7.org/CodeSystem/observation-category"
+OBSERVATION_VALUE = "http://terminology.hl7.org/CodeSystem/v3-ObservationValue"
+# A de-identified export: its resources are labelled pseudonymized, and every Provenance names
+# the de-identifier (a Device, its method and version) as the assembler that transformed it.
+PSEUDONYMIZED = {"system": OBSERVATION_VALUE, "code": "PSEUDED", "display": "pseudonymized"}
 
 # LOINC Document Ontology codes for Vetted's five types.
 DOCUMENT_TYPE_CODES: dict[str, tuple[str, str]] = {
@@ -286,7 +291,26 @@ def _value(name: str, text: str) -> dict[str, Any] | None:
     return {"valueCodeableConcept": concept}
 
 
-def observations(ids: Ids, truth: GroundTruth) -> list[dict[str, Any]]:
+def deidentifier_device(ids: Ids, deid: ExportScrub) -> dict[str, Any]:
+    """The de-identification method of a de-identified export, as a Device."""
+    return {
+        "resourceType": "Device",
+        "id": ids.of("Device", "deidentifier", deid.method),
+        "status": "active",
+        "deviceName": [{"name": "Vetted de-identifier", "type": "user-friendly-name"}],
+        "type": {"text": "De-identification (Vetted)"},
+        "version": [{"type": {"text": "method"}, "value": deid.method}],
+    }
+
+
+def _pseudonymized(resource: dict[str, Any]) -> dict[str, Any]:
+    resource["meta"] = {"security": [dict(PSEUDONYMIZED)]}
+    return resource
+
+
+def observations(
+    ids: Ids, truth: GroundTruth, *, deid: ExportScrub | None = None
+) -> list[dict[str, Any]]:
     """Coded fields found in the record (reviewer corrections included), ``preliminary`` or
     ``final`` as the version's state is (``doc_status``). Not by the source: an auto-accepted
     answer is final by policy once no audit of it is open (the verifier chain accepted it and
@@ -300,6 +324,8 @@ def observations(ids: Ids, truth: GroundTruth) -> list[dict[str, Any]]:
             if name not in FIELD_CODES or data.get("status") != "found":
                 continue
             text = _text(data.get("value"))
+            if deid and text:
+                text = deid.text(text)
             value = _value(name, text) if text else None
             if value is None:
                 continue
@@ -346,13 +372,20 @@ def validate(resource: dict[str, Any]) -> dict[str, Any]:
     return resource
 
 
-def bundle_entries(records: Iterable[GroundTruth], *, site_url: str) -> Iterator[dict]:
+def bundle_entries(
+    records: Iterable[GroundTruth], *, site_url: str, deid: ExportScrub | None = None
+) -> Iterator[dict]:
     """Bundle entries, record by record: a Device the first time a model appears, then the
     record's DocumentReference, Provenance and Observations. Records come in export order
-    (document, then version), so a replaced version in the same export is already out."""
+    (document, then version), so a replaced version in the same export is already out.
+    With ``deid``: the de-identifier's Device first, every Provenance naming it as assembler,
+    the DocumentReferences and Observations labelled pseudonymized, field texts scrubbed."""
     ids = Ids(site_url)
     devices: set[str] = set()
     seen: set[int] = set()
+    deidentifier = deidentifier_device(ids, deid) if deid else None
+    if deidentifier:
+        yield {"fullUrl": _urn(deidentifier["id"]), "resource": validate(deidentifier)}
     for truth in records:
         current = not _is_superseded(truth)
         device_id = None
@@ -372,8 +405,18 @@ def bundle_entries(records: Iterable[GroundTruth], *, site_url: str) -> Iterator
         resources = [
             document_reference(ids, truth, current=current, previous_in_bundle=previous_in_bundle),
             provenance(ids, truth, device_id=device_id, previous_in_bundle=previous_in_bundle),
-            *observations(ids, truth),
+            *observations(ids, truth, deid=deid),
         ]
+        if deidentifier:
+            resources = [
+                r if r["resourceType"] == "Provenance" else _pseudonymized(r) for r in resources
+            ]
+            resources[1]["agent"].append(
+                {
+                    "type": {"coding": [_coding(PARTICIPANT_TYPE, "assembler", "Assembler")]},
+                    "who": {"reference": _urn(deidentifier["id"])},
+                }
+            )
         for resource in resources:
             yield {"fullUrl": _urn(resource["id"]), "resource": validate(resource)}
         seen.add(truth.pk)
@@ -386,15 +429,19 @@ def _is_superseded(truth: GroundTruth) -> bool:
         return False
 
 
-def bundle_chunks(records: Iterable[GroundTruth], *, site_url: str) -> Iterator[bytes]:
+def bundle_chunks(
+    records: Iterable[GroundTruth], *, site_url: str, deid: ExportScrub | None = None
+) -> Iterator[bytes]:
     """The Bundle as JSON, one entry per line, written as the records are read."""
     yield b'{"resourceType":"Bundle","type":"collection","entry":['
     separator = b"\n"
-    for entry in bundle_entries(records, site_url=site_url):
+    for entry in bundle_entries(records, site_url=site_url, deid=deid):
         yield separator + json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode()
         separator = b",\n"
     yield b"\n]}\n"
 
 
-def bundle_bytes(records: Iterable[GroundTruth], *, site_url: str) -> bytes:
-    return b"".join(bundle_chunks(records, site_url=site_url))
+def bundle_bytes(
+    records: Iterable[GroundTruth], *, site_url: str, deid: ExportScrub | None = None
+) -> bytes:
+    return b"".join(bundle_chunks(records, site_url=site_url, deid=deid))

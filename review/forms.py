@@ -193,6 +193,13 @@ class ExportForm(forms.Form):
         label="Include each page's text (for training a model)",
         help_text="The export then holds patient text: keep it where patient data may be kept.",
     )
+    deidentify = forms.BooleanField(
+        required=False,
+        label="De-identify",
+        help_text="Names, dates, record and phone numbers, addresses and other identifiers in "
+        "every text (page text, snippets, field values, filename, notes) are replaced by "
+        "consistent surrogates; each row names the method.",
+    )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

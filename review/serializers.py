@@ -11,6 +11,7 @@ from datetime import UTC
 from typing import Any
 
 from documents.models import Page
+from review.deidentify import DEID_FIELD, ExportScrub
 from review.models import GroundTruth, ReviewPacket
 
 
@@ -144,27 +145,45 @@ def ground_truth_chunks(
     fmt: str,
     with_text: bool = False,
     chunk_size: int = EXPORT_CHUNK,
+    deid: ExportScrub | None = None,
 ) -> Iterator[bytes]:
     """JSONL or CSV as it is read: the CSV header, then one chunk per batch of records (the
     batch's page texts fetched in one query). The chunks join to the same bytes for the same
-    records whatever the batch size: stable order, sorted keys, one line per record."""
+    records whatever the batch size: stable order, sorted keys, one line per record. With
+    ``deid`` every row is de-identified (its pages are read to learn the document's PHI,
+    with or without ``with_text``) and gains a last column, ``deidentification``."""
     if fmt not in ("jsonl", "csv"):
         raise ValueError(f"unknown export format {fmt!r}")
     columns = list(EXPORT_FIELDS) + ([TEXT_FIELD] if with_text else [])
+    columns += [DEID_FIELD] if deid else []
     if fmt == "csv":
         yield _csv_lines([columns])
     for batch in _batches(records, chunk_size):
-        texts = page_texts(batch) if with_text else {}
+        texts = page_texts(batch) if with_text or deid else {}
         rows = [ground_truth_as_dict(t) for t in batch]
         if with_text:
             for row in rows:
                 row[TEXT_FIELD] = texts.get(row["document_id"], [])
+        if deid:
+            rows = [deid_row(deid, row, texts, with_text=with_text) for row in rows]
         if fmt == "jsonl":
             yield "".join(
                 json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows
             ).encode()
         else:
             yield _csv_lines([_csv_row(r, columns, with_text=with_text) for r in rows])
+
+
+def deid_row(
+    deid: ExportScrub,
+    row: dict[str, Any],
+    texts: dict[str, list[dict[str, Any]]],
+    *,
+    with_text: bool,
+) -> dict[str, Any]:
+    return deid.record(
+        row, texts.get(row["document_id"], []), with_text=TEXT_FIELD if with_text else None
+    )
 
 
 def _csv_row(row: dict[str, Any], columns: list[str], *, with_text: bool) -> list[Any]:
@@ -185,8 +204,12 @@ def _csv_lines(rows: list[list[Any]]) -> bytes:
 
 
 def export_ground_truth(
-    records: Iterable[GroundTruth], *, fmt: str, with_text: bool = False
+    records: Iterable[GroundTruth],
+    *,
+    fmt: str,
+    with_text: bool = False,
+    deid: ExportScrub | None = None,
 ) -> bytes:
     """JSONL or CSV in one piece (``ground_truth_chunks`` joined). ``with_text`` adds each
-    page's text (``pages``: number and text), for training."""
-    return b"".join(ground_truth_chunks(records, fmt=fmt, with_text=with_text))
+    page's text (``pages``: number and text), for training; ``deid`` de-identifies."""
+    return b"".join(ground_truth_chunks(records, fmt=fmt, with_text=with_text, deid=deid))

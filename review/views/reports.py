@@ -73,6 +73,7 @@ def export(request: HtmxHttpRequest) -> HttpResponseBase:
             export_filter=export_filter,
             audit_filters={**data, "state": export_filter.as_dict()["state"]},
             with_text=data["with_text"],
+            deidentify=data["deidentify"],
         )
     except ExportUnavailable as refused:
         context = _export_page_context(form, error=refused.message)

@@ -56,6 +56,13 @@ class Command(BaseCommand):
             help="add each page's text (patient data: for training a model); tabular formats",
         )
         parser.add_argument(
+            "--deidentify",
+            action="store_true",
+            help="replace names, dates, record numbers, phone numbers, addresses and other PHI "
+            "in every text (page text, snippets, field values, filename, reason, note) by "
+            "consistent surrogates; each row records the method and its version",
+        )
+        parser.add_argument(
             "--out",
             help="file to write (a folder for --format hf); default: standard output "
             "(jsonl, csv, fhir)",
@@ -81,11 +88,27 @@ class Command(BaseCommand):
             raise CommandError(f"--format {fmt} writes files: give --out PATH.")
         filters = {
             key: options[key]
-            for key in ("format", "start", "end", "source", "doc_type", "all_versions", "with_text")
+            for key in (
+                "format",
+                "start",
+                "end",
+                "source",
+                "doc_type",
+                "all_versions",
+                "with_text",
+                "deidentify",
+            )
         }
         filters["state"] = export_filter.as_dict()["state"]
         if fmt in STREAMED:
-            self._stream(records, fmt=fmt, out=out, filters=filters, with_text=options["with_text"])
+            self._stream(
+                records,
+                fmt=fmt,
+                out=out,
+                filters=filters,
+                with_text=options["with_text"],
+                deidentify=options["deidentify"],
+            )
             return
         try:
             if out:
@@ -99,6 +122,7 @@ class Command(BaseCommand):
                     export_filter=export_filter,
                     site_url=settings.SITE_URL,
                     with_text=options["with_text"],
+                    deidentify=options["deidentify"],
                 )
                 count = records.count()
                 export_audit(
@@ -115,6 +139,7 @@ class Command(BaseCommand):
                 export_filter=export_filter,
                 site_url=settings.SITE_URL,
                 with_text=options["with_text"],
+                deidentify=options["deidentify"],
             )
         except ExportUnavailable as refused:
             raise CommandError(refused.message) from None
@@ -129,7 +154,14 @@ class Command(BaseCommand):
         self.stdout.write(body.decode(), ending="")
 
     def _stream(
-        self, records: Any, *, fmt: str, out: str | None, filters: dict[str, Any], with_text: bool
+        self,
+        records: Any,
+        *,
+        fmt: str,
+        out: str | None,
+        filters: dict[str, Any],
+        with_text: bool,
+        deidentify: bool,
     ) -> None:
         """JSONL, CSV and FHIR are written as they are read, and audited once at the end
         with the digest of the bytes written."""
@@ -148,7 +180,12 @@ class Command(BaseCommand):
             )
 
         chunks = export_stream(
-            records, fmt=fmt, site_url=settings.SITE_URL, with_text=with_text, on_end=audit
+            records,
+            fmt=fmt,
+            site_url=settings.SITE_URL,
+            with_text=with_text,
+            on_end=audit,
+            deidentify=deidentify,
         )
         with closing(chunks):  # a failed write still ends the stream, and audits it
             if out:

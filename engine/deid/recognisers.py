@@ -1,0 +1,482 @@
+"""Vetted's own PHI recognisers for clinical documents: regular expressions over the shapes
+that clinical paperwork gives PHI (labelled header fields, titles and credentials, greetings
+and signatures, relatives, dates, record numbers, phone numbers, addresses), and a name list
+for names that stand alone. Pure Python, no model, nothing downloaded.
+
+``find(text)`` gives one text's spans; ``engine.deid.detect`` adds what only the whole
+document tells: a name found once in a labelled field is a name wherever it appears again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from datetime import date
+
+from engine.deid import lexicon
+from engine.deid.spans import ADDRESS, AGE, DATE, EMAIL, ID, NAME, PHONE, URL, Phi
+
+# -- names ------------------------------------------------------------------------------------
+
+_UPPER = "A-ZÀ-ÖØ-Þ"
+_LETTERS = r"[^\W\d_]"
+# A capitalised name word: O'Brien, Okonkwo-Bell, Sørensen, QUILLEN (no digits, no lone letter).
+WORD = rf"[{_UPPER}]{_LETTERS}*(?:['\u2019-][{_UPPER}a-zß-ÿ]{_LETTERS}*)*"
+INITIAL = rf"[{_UPPER}]\.?"
+# Up to four words, middle initials allowed ("Marisol A.", "Tobias J. Vandermeer").
+FULL_NAME = rf"{WORD}(?:[ \t]+(?:{INITIAL}[ \t]+)?{WORD}){{0,3}}"
+LAST_FIRST = rf"{WORD}(?:[ -]{WORD})?,[ \t]*{WORD}(?:[ \t]+{INITIAL})?(?![\w])"
+
+CREDENTIALS = (
+    r"M\.?D|D\.?O|R\.?N|NP|N\.P|PA-C|P\.?A|Ph\.?D|MBBS|MBChB|DNP|APRN|CNP|CRNA|CNM|PharmD|"
+    r"LCSW|LICSW|MSW|LPN|FACS|FACP|FRCPC?|FRCPath|MPH|DDS|DMD|OD|DPM|RPh|CNA|BSN|MSN|RRT|"
+    r"CRT|PT|OT|SLP|RD|LDN|CCC-SLP|CNS|ACNP|FNP|ANP"
+)
+NAME_LABELS = (
+    r"patient(?:'s)?(?:\s+name)?|pt(?:\s+name)?|name|patient\s+full\s+name|"
+    r"(?:ordering|referring|attending|admitting|consulting|treating|requesting|primary|"
+    r"performing|responsible|reading|interpreting|submitting)(?:\s+(?:physician|provider|"
+    r"doctor|clinician|md|surgeon|pathologist|radiologist))?|physician|provider|clinician|"
+    r"surgeon|assistant|pathologist|radiologist|resident|fellow|technologist|nurse|pcp|"
+    r"primary\s+care(?:\s+(?:physician|provider))?|attending|consultant|anesthesiologist|"
+    r"(?:electronically\s+)?signed(?:\s+by)?|(?:dictated|transcribed|verified|reviewed|"
+    r"approved|authori[sz]ed|reported|ordered|requested|collected|performed|read|"
+    r"interpreted|entered|prepared|signed\s+out|seen|examined|referred)\s+by|"
+    r"attn|attention|cc|c/c|to|from|re|for|witness|guardian|next\s+of\s+kin|"
+    r"emergency\s+contact|contact(?:\s+person)?|interpreter|caregiver|signature|"
+    r"mother|father|spouse|husband|wife|son|daughter|parent|insured|subscriber|"
+    r"policy\s*holder|responsible\s+party|author|sender|recipient|member(?:\s+name)?"
+)
+TITLES = r"Drs|Dr|Doctor|Mr|Mrs|Ms|Miss|Mx|Prof|Professor|Sr|Sister|Fr|Rev"
+RELATIONS = (
+    r"wife|husband|spouse|partner|fianc[ée]e?|daughter(?:-in-law)?|son(?:-in-law)?|"
+    r"mother(?:-in-law)?|father(?:-in-law)?|sister(?:-in-law)?|brother(?:-in-law)?|"
+    r"grand(?:son|daughter|mother|father|child)|niece|nephew|aunt|uncle|cousin|friend|"
+    r"neighbou?r|caregiver|guardian|roommate|boyfriend|girlfriend|stepson|stepdaughter|"
+    r"stepmother|stepfather|sibling|child|parent|mom|dad|pastor|priest|sons|daughters|"
+    r"brothers|sisters|dtr|dau|sis|bro|hus|proxy|hcp"
+)
+GREETINGS = (
+    r"Dear|Hello|Hi|Hey|Thanks|Thank\s+you|Sincerely|Regards|Best|Cheers|Cordially|"
+    r"Respectfully|Yours|Love|Warmly"
+)
+
+_NAME_LABEL_RE = re.compile(
+    rf"(?<![\w])(?i:{NAME_LABELS})\s*(?:[:#(]|\s-\s)[ \t]*(?:\(?[ \t]*)"
+    rf"(?:(?:{TITLES})\.?[ \t]+)?(?P<name>{LAST_FIRST}|{FULL_NAME})"
+)
+_TITLE_RE = re.compile(
+    rf"(?<![\w])(?:{TITLES})(?:\.[ \t]*|[ \t]+)(?P<name>{FULL_NAME}(?:[ \t]+and[ \t]+{WORD})?)"
+)
+_TITLE_ANYCASE_RE = re.compile(
+    r"(?<![\w])(?:drs|dr|mr|mrs|ms)(?:\.[ \t]*|[ \t]+)"
+    r"(?P<name>[A-Za-z][a-z'\u2019-]+(?:[ \t]+[A-Za-z][a-z'\u2019-]+)?)",
+    re.IGNORECASE,
+)
+_CREDENTIAL_RE = re.compile(
+    rf"(?P<name>{FULL_NAME}|{LAST_FIRST}),?[ \t]+(?:{CREDENTIALS})\b(?![-\w])"
+)
+_LAST_FIRST_RE = re.compile(
+    rf"(?<![\w])(?P<name>[{_UPPER}][{_UPPER}'\u2019-]+(?:[ -][{_UPPER}][{_UPPER}'\u2019-]+)?,"
+    rf"[ \t]*{WORD}"
+    rf"(?:[ \t]+{INITIAL})?)(?![\w])"
+)
+_RELATION_RE = re.compile(
+    rf"(?<![\w])(?i:{RELATIONS})\b(?:\(\?\))?[ \t]*[,-]?[ \t]*\n?[ \t]*,?(?:named[ \t]+|is[ \t]+)?"
+    rf"(?P<name>{WORD}(?:[ \t]+{WORD})?(?:[ \t]+and[ \t]+{WORD})?)"
+)
+# "son bill", "dtr suzette": a lower-case word after a relation, when it is no common word.
+_RELATION_LOWER_RE = re.compile(
+    rf"(?<![\w])(?i:{RELATIONS})\b[ \t]*[,-]?[ \t]*,?(?P<name>[a-z][a-z'\u2019-]+)(?![\w])"
+)
+# A signature line: a name and a credential, alone on their line ("JON DEVAUX RRT").
+_SIGNATURE_LINE_RE = re.compile(
+    rf"^[ \t]*(?P<name>{FULL_NAME}),?[ \t]+(?:{CREDENTIALS})\.?[ \t]*$", re.MULTILINE
+)
+_GREETING_RE = re.compile(
+    rf"(?<![\w])(?:{GREETINGS})\b,?[ \t]+(?:(?:{TITLES})\.?[ \t]+)?"
+    rf"(?P<name>{WORD}(?:[ \t]+{WORD})?)"
+)
+_I_NAME_RE = re.compile(rf"(?<![\w])I,[ \t]+(?P<name>{FULL_NAME}),")
+_LISTED_RE = re.compile(rf"(?<![\w])(?P<name>{WORD}(?:[ \t]+{INITIAL})?[ \t]+{WORD})(?![\w])")
+_WORD_RE = re.compile(rf"{WORD}|{_LETTERS}+")
+_NEXT_WORD_RE = re.compile(rf"[ \t]+({_LETTERS}+)")
+
+
+def _name_tokens(text: str, start: int, end: int, source: str, *, strict: bool) -> Iterator[Phi]:
+    """The words of a matched name as NAME spans, one per word (so that each gets its own
+    surrogate and a later lone mention matches). Initials, titles and credentials are left;
+    so is a word that is a common word rather than a name. ``strict``: a candidate holding an
+    institution word ("Oncology Pool") is not a person at all."""
+    words = []
+    for match in _WORD_RE.finditer(text[start:end]):
+        words.append((start + match.start(), start + match.end(), match.group()))
+    if strict and any(lexicon.is_institution_word(w) for _, _, w in words):
+        return
+    for a, b, word in words:
+        if len(word.strip("'\u2019-")) < 2 or lexicon.is_not_a_name(word):
+            continue
+        yield Phi(a, b, NAME, source)
+
+
+# Sources whose context alone makes a name, whatever its case; the others, in capitals
+# ("VENT, RR", "OLD RECORDS FROM ANNAPOLIS, MD"), need a listed first name or a header line.
+_STRONG = ("name-label", "title", "signatory", "greeting", "signature")
+_HEADER_LINE_RE = re.compile(
+    r"\b(?:MRN|DOB|D\.O\.B|Date\s+of\s+Birth|Acct|Account|MR#|Med\s*Rec)\b",
+    re.IGNORECASE,
+)
+
+
+def _capitals_only(words: str) -> bool:
+    letters = [c for c in words if c.isalpha()]
+    return bool(letters) and all(c.isupper() for c in letters)
+
+
+def _line_of(text: str, at: int) -> str:
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def _names(text: str) -> Iterator[Phi]:
+    for pattern, source, strict in (
+        (_NAME_LABEL_RE, "name-label", True),
+        (_TITLE_RE, "title", False),
+        (_CREDENTIAL_RE, "credential", False),
+        (_LAST_FIRST_RE, "last-first", True),
+        (_RELATION_RE, "relation", True),
+        (_GREETING_RE, "greeting", True),
+        (_I_NAME_RE, "signatory", True),
+        (_SIGNATURE_LINE_RE, "signature", False),
+    ):
+        for match in pattern.finditer(text):
+            a, b = match.span("name")
+            if (
+                source not in _STRONG
+                and _capitals_only(match.group("name"))
+                and not (
+                    source == "relation"
+                    and lexicon.is_first_name(_WORD_RE.findall(match.group("name"))[0])
+                )
+                and not _HEADER_LINE_RE.search(_line_of(text, a))
+            ):
+                continue
+            yield from _name_tokens(text, a, b, source, strict=strict)
+    for match in _RELATION_LOWER_RE.finditer(text):
+        word = match.group("name")
+        if not lexicon.is_common_word(word) and (lexicon.is_first_name(word) or len(word) > 3):
+            yield Phi(*match.span("name"), NAME, "relation")
+    for match in _TITLE_ANYCASE_RE.finditer(text):
+        # "dr quartermain", "DR. KLEIN": the first word after the title, when it is no common
+        # word ("dr aware", "dr notified").
+        word = match.group("name").split()[0]
+        if not lexicon.is_common_word(word) and not lexicon.is_institution_word(word):
+            a = match.start("name")
+            yield Phi(a, a + len(word), NAME, "title")
+    for match in _LISTED_RE.finditer(text):
+        # "Ingrid Lindqvist" with no label: a listed first name and a capitalised word that
+        # is not a common word.
+        words = match.group("name").split()
+        first, last = words[0], words[-1]
+        following = _NEXT_WORD_RE.match(text, match.end())
+        if _capitals_only(match.group("name")) and not _HEADER_LINE_RE.search(
+            _line_of(text, match.start())
+        ):
+            continue  # capitals tell nothing: "MAE SPONT", "AMBER COLOR"
+        if (
+            lexicon.is_first_name(first)
+            and not lexicon.is_not_a_name(last)
+            and not lexicon.is_institution_word(last)
+            and not (following and lexicon.is_institution_word(following.group(1)))
+        ):
+            yield from _name_tokens(text, *match.span("name"), "name-list", strict=True)
+
+
+# -- dates --------------------------------------------------------------------------------------
+
+MONTHS = (
+    r"(?i:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
+)
+_DAY = r"(?:0?[1-9]|[12]\d|3[01])"
+_MONTH = r"(?:0?[1-9]|1[0-2])"
+_YEAR = r"(?:1[89]\d\d|20\d\d)"
+_DATE_RES = [
+    # 03/14/2025, 3-14-25, 14.03.2025 (day first too: both orders are dates)
+    re.compile(
+        rf"(?<![\w/.-])(?:{_MONTH}|{_DAY})([/.-])(?:{_DAY}|{_MONTH})\1(?:{_YEAR}|\d\d)(?![\w/-])"
+    ),
+    # 2025-03-14, 2025/03/14
+    re.compile(rf"(?<![\w/.-]){_YEAR}([/.-]){_MONTH}\1{_DAY}(?![\w/-])"),
+    # March 4, 2025; Mar. 4th 2025; March 4
+    re.compile(
+        rf"(?<![\w])(?:{MONTHS})\.?[ \t]+{_DAY}(?:st|nd|rd|th)?(?:,?[ \t]+{_YEAR})?(?![\w])"
+    ),
+    # 4 March 2025; 4th of March, 2025; 12-May-1961
+    re.compile(
+        rf"(?<![\w]){_DAY}(?:st|nd|rd|th)?(?:[ \t]+of)?[ \t-]+(?:{MONTHS})\.?"
+        rf"(?:,?[ \t-]+{_YEAR})?(?![\w])",
+    ),
+    # March 2025, Mar-2025
+    re.compile(rf"(?<![\w])(?:{MONTHS})\.?,?[ \t-]+(?:of[ \t]+)?(?:{_YEAR}|'?\d\d)(?![\w])"),
+]
+# 7/22, 12/14: a month and a day, unless a score, a fraction or a dose says otherwise.
+_MONTH_DAY_RE = re.compile(rf"(?<![\w/.,-]){_MONTH}/{_DAY}(?![\w/]|\.\d)")
+_NOT_MONTH_DAY_BEFORE = re.compile(
+    r"\b(?:pain|score|scale|rated|rates|strength|grade|gleason|bp|ratio|x|sats?|gcs|apgar|"
+    r"mmhg|cores?|ef|power|motor|ps|psv|peep|cpap|bipap|ips|vent|simv|imv|ac|a/c|settings?|"
+    r"crackles|rales|rhonchi|cp|ventilator)\s*[:=]?\s*$",
+    re.IGNORECASE,
+)
+_NOT_MONTH_DAY_AFTER = re.compile(
+    r"^(?:\s*(?:cores?|tabs?|tablets?|pills?|caps?|capsules?|puffs?|nodes?|lymph|"
+    r"positive|mg|mcg|ml|cc|units?|strength|power|inch|teaspoons?|tsp|tbsp|doses?|ns|"
+    r"normal|saline|times|ips|cpap|bipap|psv|peep|fio2|str|up|way|bilat|pain|cp|of\s+the)\b"
+    r"|\s*%|-\d|\s*x\b)",
+    re.IGNORECASE,
+)
+# A fraction more often than a date: 1/2, 2/3, 5/5, 4/10 (unless a date word comes first).
+_FRACTION_RE = re.compile(r"^(\d+)/(2|3|4|5|10)$")
+_DATE_CUE_RE = re.compile(
+    r"\b(?:on|since|from|until|till|dated?|by|before|after|of|d/c'?d)\s*$", re.I
+)
+# 8/84, 11/92: a month and a two-digit year (no day is above 31).
+_MONTH_YEAR_RE = re.compile(rf"(?<![\w/.,-]){_MONTH}/(?:3[2-9]|[4-9]\d)(?![\w/]|\.\d)")
+_ORDINAL_DAY_RE = re.compile(r"(?<=\bthe )(?:[12]?\d|3[01])(?:st|nd|rd|th)\b", re.IGNORECASE)
+
+
+def _dates(text: str) -> Iterator[Phi]:
+    for pattern in _DATE_RES:
+        for match in pattern.finditer(text):
+            if match.group()[:3] in ("may", "mar", "jun", "dec", "sun"):
+                continue  # "may 3 times", "mar 2 tabs": lower-case words, not months
+            yield Phi(*match.span(), DATE, "date")
+    for match in _MONTH_DAY_RE.finditer(text):
+        before = text[max(0, match.start() - 14) : match.start()]
+        after = text[match.end() : match.end() + 14]
+        if _NOT_MONTH_DAY_BEFORE.search(before) or _NOT_MONTH_DAY_AFTER.search(after):
+            continue
+        fraction = _FRACTION_RE.match(match.group())
+        if fraction and int(fraction[1]) <= int(fraction[2]) and not _DATE_CUE_RE.search(before):
+            continue
+        yield Phi(*match.span(), DATE, "month-day")
+    for pattern in (_MONTH_YEAR_RE, _ORDINAL_DAY_RE):
+        for match in pattern.finditer(text):
+            yield Phi(*match.span(), DATE, "month-day")
+
+
+# -- ages over 89 ---------------------------------------------------------------------------------
+
+_OLD = r"(?:9\d|1[01]\d)"
+_AGE_RES = [
+    re.compile(
+        rf"(?<![\w.]){_OLD}"
+        r"(?=[ \t-]*(?:years?|yrs?|y)[ \t-]*(?:old|o\b|/o)|[ \t]*(?:yo|y\.o\.|y/o)\b)",
+        re.IGNORECASE,
+    ),
+    re.compile(rf"(?<![\w])(?:age[ds]?|aged)\b[ \t:]*(?P<age>{_OLD})(?![\w.])", re.IGNORECASE),
+    re.compile(rf"(?<![\w])(?P<age>{_OLD})[ \t]*(?:M|F|male|female|man|woman)\b(?![\w])"),
+]
+
+
+def _ages(text: str) -> Iterator[Phi]:
+    for pattern in _AGE_RES:
+        for match in pattern.finditer(text):
+            group = "age" if "age" in pattern.groupindex else 0
+            yield Phi(*match.span(group), AGE, "age")
+
+
+# -- identifiers --------------------------------------------------------------------------------
+
+ID_LABELS = (
+    r"MRN|MR#|MR\s*No\.?|Med(?:ical)?\s*Rec(?:ord)?\.?(?:\s*(?:#|No\.?|Number|Num))?|"
+    r"Record\s*(?:#|No\.?|Number)|Unit\s*(?:#|No\.?|Number)|Hosp(?:ital)?\s*(?:#|No\.?|Number)|"
+    r"Acc(?:ession)?\.?(?:\s*(?:#|No\.?|Number|ID))?|Acct\.?(?:\s*(?:#|No\.?))?|"
+    r"Account(?:\s*(?:#|No\.?|Number))?|Specimen\s*(?:#|No\.?|Number|ID)|Case\s*(?:#|No\.?|Number|ID)|"
+    r"Case|Lab\s*(?:#|No\.?|Number|ID)|Order\s*(?:#|No\.?|Number|ID)|Requisition(?:\s*(?:#|No\.?|Number|ID))?|"
+    r"Encounter\s*(?:#|No\.?|Number|ID)|Visit\s*(?:#|No\.?|Number|ID)|FIN|CSN|HAR|EMPI|"
+    r"Patient\s*(?:#|ID|No\.?|Number)|Pt\.?\s*(?:#|ID)|PID|Member\s*(?:ID|#|No\.?|Number)|"
+    r"Subscriber\s*(?:ID|#|No\.?)|(?:Insurance|Policy|Plan|Group|Claim|Certificate)\s*(?:ID|#|No\.?|Number)|"
+    r"(?:Prior\s+)?Auth(?:ori[sz]ation)?\s*(?:#|No\.?|Number|Code)?|Ref(?:erence)?\s*(?:#|No\.?|Number)|"
+    r"SSN|SS#|Social\s*Security(?:\s*(?:#|No\.?|Number))?|Medicare(?:\s*(?:#|ID|No\.?|Number))?|"
+    r"Medicaid(?:\s*(?:#|ID|No\.?|Number))?|MBI|NPI|DEA(?:\s*#)?|UPIN|License\s*(?:#|No\.?|Number)|"
+    r"Driver'?s?\s*License(?:\s*(?:#|No\.?|Number))?|Passport(?:\s*(?:#|No\.?|Number))?|"
+    r"Device\s*(?:ID|#|Serial(?:\s*(?:#|No\.?|Number))?)|Serial\s*(?:#|No\.?|Number)|"
+    r"Health\s*(?:Card|Plan)\s*(?:#|No\.?|Number)|NHS\s*(?:#|No\.?|Number)?|Block|Slide|Tube|"
+    r"Barcode|Container|Sample\s*(?:ID|#|No\.?)|Specimen|Report\s*(?:ID|#|No\.?)|Study\s*(?:ID|#)|"
+    r"Exam\s*(?:ID|#)|Control\s*(?:#|No\.?)|Confirmation\s*(?:#|No\.?|Number)|Ticket\s*(?:#|No\.?)"
+)
+_ID_VALUE = r"(?=[A-Z0-9-]*\d)[A-Z0-9](?:[A-Z0-9]|[-/.](?=[A-Z0-9])){2,30}"
+_LABELLED_ID_RE = re.compile(
+    rf"(?<![\w])(?:{ID_LABELS})[ \t]*(?:[:#=]|\bis\b)?[ \t]*(?:#[ \t]*)?"
+    rf"(?P<id>{_ID_VALUE})(?![\w])",
+    re.IGNORECASE,
+)
+_SSN_RE = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])")
+# Shapes that are identifiers wherever they are: letters and digits joined by hyphens
+# (S24-118734, GX-2025-004417, PA-77120-B), and long digit runs (00618254).
+_ID_SHAPE_RES = [
+    re.compile(r"(?<![\w-])[A-Z]{1,5}\d{0,4}(?:-[A-Z0-9]+)*-\d{3,}[A-Z0-9-]*(?![\w-])"),
+    re.compile(r"(?<![\w-])[A-Z]{1,4}\d{6,}[A-Z]?(?![\w-])"),
+    re.compile(r"(?<![\w.,/-])\d{7,}(?![\w.,/-]|,\d)"),
+]
+
+
+def _ids(text: str) -> Iterator[Phi]:
+    for match in _LABELLED_ID_RE.finditer(text):
+        yield Phi(*match.span("id"), ID, "id-label")
+    for match in _SSN_RE.finditer(text):
+        yield Phi(*match.span(), ID, "ssn")
+    for pattern in _ID_SHAPE_RES:
+        for match in pattern.finditer(text):
+            yield Phi(*match.span(), ID, "id-shape")
+
+
+# -- phone numbers ------------------------------------------------------------------------------
+
+_PHONE_RES = [
+    re.compile(
+        r"(?<![\w+])(?:\+?1[ \t.-]?)?(?:\(\d{3}\)[ \t]?|\d{3}[ \t.-])\d{3}[ \t.-]\d{4}(?!\d)"
+    ),
+    re.compile(r"(?<![\w+])\+\d{1,3}[ \t.-]\(?\d{1,4}\)?(?:[ \t.-]?\d{2,4}){2,4}(?!\d)"),
+    # Written loosely: "212- 476- 8356", "201/324/1423", "(201-223-4567", "202 2671093".
+    re.compile(
+        r"(?<![\w+/.])\(?\d{3}\)?[ \t]?[-./]?[ \t]?\d{3}[ \t]?[-./]?[ \t]?\d{4}(?![\w/.]|\.\d)"
+    ),
+]
+_EXTENSION_RE = re.compile(r"(?<![\w])(?:ext\.?|extension)[ \t]*(?P<ext>\d{2,6})(?!\d)", re.I)
+_X_EXTENSION_RE = re.compile(r"[ \t]*x[ \t]*(?P<ext>\d{2,6})(?!\d)", re.I)
+_PHONE_LABEL_RE = re.compile(
+    r"(?<![\w])(?:phone|ph|tel|telephone|fax|pager|pgr|beeper|cell|mobile|call|contact|"
+    r"beep|page|pg)\b\.?[ \t]*(?:#|no\.?|number)?[ \t]*[:#]?[ \t]*#?[ \t]*"
+    r"(?P<phone>\(?\d[\d \t().-]{3,16}\d)(?![\w.])",
+    re.IGNORECASE,
+)
+
+
+def _phones(text: str) -> Iterator[Phi]:
+    for pattern in _PHONE_RES:
+        for match in pattern.finditer(text):
+            yield Phi(*match.span(), PHONE, "phone")
+            extension = _X_EXTENSION_RE.match(text, match.end())
+            if extension:
+                yield Phi(*extension.span("ext"), PHONE, "extension")
+    for match in _EXTENSION_RE.finditer(text):
+        yield Phi(*match.span("ext"), PHONE, "extension")
+    for match in _PHONE_LABEL_RE.finditer(text):
+        value = match.group("phone")
+        if sum(c.isdigit() for c in value) >= 4:
+            yield Phi(*match.span("phone"), PHONE, "phone-label")
+
+
+# -- addresses ----------------------------------------------------------------------------------
+
+STREET_TYPES = (
+    r"Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Way|"
+    r"Terrace|Ter|Parkway|Pkwy|Circle|Cir|Highway|Hwy|Square|Sq|Trail|Trl|Pike|Alley|Row|"
+    r"Crescent|Close|Path|Loop|Plaza|Point|Pt|Run|Walk|Heights|Hts"
+)
+STATES = (
+    r"AL|AK|AZ|AR|CA|CO|CT|DE|DC|FL|GA|HI|ID|IL|IN|IA|KS|KY|LA|ME|MD|MA|MI|MN|MS|MO|MT|NE|NV|"
+    r"NH|NJ|NM|NY|NC|ND|OH|OK|OR|PA|RI|SC|SD|TN|TX|UT|VT|VA|WA|WV|WI|WY|PR|"
+    r"Alabama|Alaska|Arizona|Arkansas|California|Colorado|Connecticut|Delaware|Florida|"
+    r"Georgia|Hawaii|Idaho|Illinois|Indiana|Iowa|Kansas|Kentucky|Louisiana|Maine|Maryland|"
+    r"Massachusetts|Michigan|Minnesota|Mississippi|Missouri|Montana|Nebraska|Nevada|"
+    r"New\s+Hampshire|New\s+Jersey|New\s+Mexico|New\s+York|North\s+Carolina|North\s+Dakota|"
+    r"Ohio|Oklahoma|Oregon|Pennsylvania|Rhode\s+Island|South\s+Carolina|South\s+Dakota|"
+    r"Tennessee|Texas|Utah|Vermont|Virginia|Washington|West\s+Virginia|Wisconsin|Wyoming"
+)
+_STREET_RE = re.compile(
+    rf"(?<![\w])\d{{1,6}}[A-Z]?(?:[ \t]+(?:[NSEW]\.?|North|South|East|West))?"
+    rf"(?:[ \t]+{WORD}){{1,4}}[ \t]+(?:{STREET_TYPES})\.?(?![\w])"
+)
+_UNIT_RE = re.compile(
+    r"(?<![\w])(?:Apt|Apartment|Suite|Ste|Unit|Room|Rm|Floor|Fl|Bldg|Building|#)\.?[ \t]*"
+    r"#?[ \t]*[A-Z0-9]{1,6}(?![\w])"
+)
+_PO_BOX_RE = re.compile(r"(?<![\w])P\.?[ \t]*O\.?[ \t]*Box[ \t]+\d+(?![\w])", re.IGNORECASE)
+_CITY_STATE_ZIP_RE = re.compile(
+    rf"(?P<city>{WORD}(?:[ \t]+{WORD}){{0,2}}),[ \t]*(?:{STATES})\.?,?[ \t]+"
+    rf"(?P<zip>\d{{5}}(?:-\d{{4}})?)(?![\w-])"
+)
+_CITY_STATE_RE = re.compile(
+    rf"(?<=,)[ \t]*(?P<city>{WORD}(?:[ \t]+{WORD}){{0,2}}),[ \t]*(?:{STATES})(?![\w])"
+)
+_ZIP_AFTER_STATE_RE = re.compile(
+    rf"(?<![\w])(?:{STATES})\.?,?[ \t]+(?P<zip>\d{{5}}(?:-\d{{4}})?)(?![\w-])"
+)
+
+
+def _addresses(text: str) -> Iterator[Phi]:
+    for match in _STREET_RE.finditer(text):
+        yield Phi(*match.span(), ADDRESS, "street")
+        tail = _UNIT_RE.match(
+            text, match.end() + len(text[match.end() :]) - len(text[match.end() :].lstrip(" ,\t"))
+        )
+        if tail:
+            yield Phi(*tail.span(), ADDRESS, "unit")
+    for match in _UNIT_RE.finditer(text):
+        if match.group().startswith("#"):
+            continue  # "#" alone is too common ("# 2 cores"); after a street it is taken above
+        before = text[max(0, match.start() - 40) : match.start()]
+        if re.search(rf"(?:{STREET_TYPES})\.?,?[ \t]*$", before):
+            yield Phi(*match.span(), ADDRESS, "unit")
+    for match in _PO_BOX_RE.finditer(text):
+        yield Phi(*match.span(), ADDRESS, "po-box")
+    for match in _CITY_STATE_ZIP_RE.finditer(text):
+        city = match.group("city")
+        if not lexicon.is_institution_word(city.split()[-1]):
+            yield Phi(*match.span("city"), ADDRESS, "city")
+        yield Phi(*match.span("zip"), ADDRESS, "zip")
+    for match in _CITY_STATE_RE.finditer(text):
+        city = match.group("city")
+        if not any(lexicon.is_not_a_name(w) for w in city.split()):
+            yield Phi(*match.span("city"), ADDRESS, "city")
+    for match in _ZIP_AFTER_STATE_RE.finditer(text):
+        yield Phi(*match.span("zip"), ADDRESS, "zip")
+
+
+# -- e-mail and web addresses ---------------------------------------------------------------------
+
+_EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
+_URL_RES = [
+    re.compile(r"(?<![\w])(?:https?|ftp)://[^\s<>\"')\]]+", re.IGNORECASE),
+    re.compile(r"(?<![\w.@])www\.[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?:/[^\s<>\"')\]]*)?", re.I),
+    re.compile(
+        r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w.])"
+    ),
+]
+
+
+def _emails_and_urls(text: str) -> Iterator[Phi]:
+    for match in _EMAIL_RE.finditer(text):
+        yield Phi(*match.span(), EMAIL, "email")
+    for pattern in _URL_RES:
+        for match in pattern.finditer(text):
+            yield Phi(
+                match.start(),
+                match.end() - len(match.group()) + len(match.group().rstrip(".,;:")),
+                URL,
+                "url",
+            )
+
+
+RECOGNISERS: tuple[Callable[[str], Iterator[Phi]], ...] = (
+    _names,
+    _dates,
+    _ages,
+    _ids,
+    _phones,
+    _addresses,
+    _emails_and_urls,
+)
+
+
+def find(text: str) -> list[Phi]:
+    """Every span the recognisers find in one text (overlapping, unresolved)."""
+    return [span for recogniser in RECOGNISERS for span in recogniser(text)]
+
+
+def this_year() -> int:
+    return date.today().year
