@@ -164,6 +164,13 @@ class Script:
         self.replies.append(Reply(200, no_candidates()))
         return self
 
+    def truncated(self, text: str = '{"dominant_type_overall": "path') -> Script:
+        """An answer cut off at the output limit: finish reason MAX_TOKENS, partial JSON."""
+        body = candidate(text, tokens_out=0)
+        body["candidates"][0]["finishReason"] = "MAX_TOKENS"
+        self.replies.append(Reply(200, body))
+        return self
+
     def hang(self, seconds: float, then: str = "{}") -> Script:
         """A reply that comes only after ``seconds`` (longer than the client's timeout: a hang)."""
         self.replies.append(Reply(200, candidate(then), delay=seconds))

@@ -8,6 +8,11 @@ means the fix changed nothing, so the run escalates at once. When the issues are
 auto-fixable but a language model could address them, the preset may allow re-asking the
 classifier with the issues as feedback before escalating; a re-ask that fails keeps the
 attempts already made and escalates with the failure recorded. The best attempt is kept.
+
+A language model that gives no usable answer at all (a block, an answer still empty or cut off
+after one more try, one that never fits the schema, a request it rejects as invalid) does not
+fail the run: the independent classifier's labels become attempt 0 with a BLOCKER saying what
+the model did (``model_no_answer``), so a clinician decides, with a suggestion to start from.
 """
 
 from __future__ import annotations
@@ -20,17 +25,20 @@ from typing import Any
 
 from engine import acceptance, autofix
 from engine.document import DocumentContext
-from engine.llm.errors import LLMError, LLMUnavailable
+from engine.llm.errors import LLMError, LLMNoAnswer, LLMRefused, LLMUnavailable
 from engine.schemas import (
     ClassificationOutput,
     Decision,
     Issue,
     Severity,
+    make_issue,
     number_issues,
     sort_issues,
 )
 from engine.verifiers import arbiter, gate, v1_schema, v2_consistency, v3_domain, v4_grounding
 
+MODEL_NO_ANSWER = "model_no_answer"
+FALLBACK_STOP = "the language model gave no usable answer; escalated with the independent labels"
 FEEDBACK_HEADER = "--- FEEDBACK FROM PREVIOUS ATTEMPT ---"
 FEEDBACK_LIMIT = 10
 
@@ -154,13 +162,19 @@ def llm_checks(
 
 
 def verify(
-    output: ClassificationOutput, context: DocumentContext, *, preset: Preset | None = None
+    output: ClassificationOutput,
+    context: DocumentContext,
+    *,
+    preset: Preset | None = None,
+    known: list[Issue] | None = None,
 ) -> Verification:
     """Every check on one output. ``preset`` says whether an abstaining gate needs the
-    structure's confirmation (``Preset.require_independent_confirmation``)."""
+    structure's confirmation (``Preset.require_independent_confirmation``); ``known`` are
+    issues found before verification (the model gave no answer)."""
     started = time.perf_counter()
     context.skipped = []
-    issues = v1_schema.verify(output, context)
+    issues = [issue.model_copy() for issue in known or []]
+    issues += v1_schema.verify(output, context)
     issues += v2_consistency.verify_rules(output, context)
     issues += v3_domain.verify_rules(output, context)
     grounding = v4_grounding.verify(output, context)
@@ -201,7 +215,7 @@ class AttemptRecord:
     fingerprint: str
     fixes: list[str] = field(default_factory=list)
     feedback: str = ""
-    source: str = "classifier"  # classifier | autofix | reask
+    source: str = "classifier"  # classifier | autofix | reask | fallback
     llm_calls: int = 0
     seconds: float = 0.0
     note: str = ""
@@ -250,6 +264,26 @@ def _rank(record: AttemptRecord) -> tuple[int, int, int, int, float]:
 Classify = Callable[[str | None], tuple[ClassificationOutput, int]]
 
 
+def gave_no_answer(exc: LLMError) -> bool:
+    """The model answered without a usable answer, or rejected this request as invalid (400:
+    the document's prompt, not the configuration). A key, project or model the API refuses
+    (401, 403, 404) is the operator's to fix: that run fails with the reason."""
+    return isinstance(exc, LLMNoAnswer) or (isinstance(exc, LLMRefused) and exc.code == 400)
+
+
+def no_answer_issue(exc: LLMError) -> Issue:
+    reason = getattr(exc, "reason", "") or f"HTTP {getattr(exc, 'code', '')}".strip()
+    return make_issue(
+        "V1",
+        Severity.BLOCKER,
+        MODEL_NO_ANSWER,
+        f"The language model gave no usable answer ({reason}): {exc}. The labels shown are "
+        "the independent classifier's, for a clinician to decide.",
+        "document",
+        "Classify the document by reading it.",
+    )
+
+
 def only_fixable_blockers(issues: list[Issue]) -> bool:
     """Escalation caused only by BLOCKERs that the auto-fix engine repairs (segment count,
     missing types): worth one repair before a clinician sees it."""
@@ -278,11 +312,12 @@ def orchestrate(
         fixes: list[str],
         feedback: str,
         started: float,
+        known: list[Issue] | None = None,
     ) -> AttemptRecord:
         record = AttemptRecord(
             number=len(attempts),
             output=output,
-            verification=verify(output, context, preset=preset),
+            verification=verify(output, context, preset=preset, known=known),
             fingerprint=autofix.fingerprint(output),
             fixes=fixes,
             feedback=feedback,
@@ -295,7 +330,29 @@ def orchestrate(
         return record
 
     started = time.perf_counter()
-    output, calls = classify(None)
+    try:
+        output, calls = classify(None)
+    except LLMError as exc:
+        if context.second is None or not gave_no_answer(exc):
+            raise
+        # No answer to verify: the independent classifier's labels go to a clinician, marked.
+        reasks_left = 0
+        current = run_attempt(
+            context.second.output,
+            source="fallback",
+            calls=0,
+            fixes=[],
+            feedback="",
+            started=started,
+            known=[no_answer_issue(exc)],
+        )
+        current.note = f"{type(exc).__name__}: {exc}"[:200]
+        return Outcome(
+            decision=Decision.ESCALATE_TO_SME,
+            stopped_reason=FALLBACK_STOP,
+            attempts=attempts,
+            best=current,
+        )
     current = run_attempt(
         output, source="classifier", calls=calls, fixes=[], feedback="", started=started
     )

@@ -154,6 +154,7 @@ class Attempt(models.Model):
         CLASSIFIER = "classifier", "Classifier"
         AUTOFIX = "autofix", "Auto-fix"
         REASK = "reask", "Re-ask with feedback"
+        FALLBACK = "fallback", "Independent classifier (the model gave no answer)"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="attempts")
     number = models.PositiveIntegerField()

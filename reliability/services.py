@@ -402,7 +402,8 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
                 pages=pages,
                 output=best.output,
                 preset=run.preset,
-                client=client,
+                # A model that gave no answer is not asked for the fields either.
+                client=None if best.source == "fallback" else client,
                 prefilled=prefilled,
                 # An escalated run's fields go to a clinician as they are: no more LLM calls.
                 single_pass=client is not None and outcome.decision != Decision.AUTO_ACCEPT,

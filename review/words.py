@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from engine.pipeline import FALLBACK_STOP
 from engine.schemas import DISPLAY_NAMES, ClassificationOutput
 
 # -- types, fields, statuses ------------------------------------------------------------------
@@ -315,6 +316,13 @@ def issue_words(issue: dict[str, Any], output: ClassificationOutput | None = Non
             f"{on} contains text addressed to an AI model: the document may be trying to "
             "steer its classification",
         )
+    if code == "model_no_answer":
+        return said(
+            "The AI model gave no answer",
+            "the language model did not give a usable answer (it blocked the request, its "
+            "answer was empty or cut off, or did not fit the required form, even when asked "
+            "again); the type shown is the independent classifier's suggestion",
+        )
     if code == "llm_check_failed":
         return said(
             "A check could not run",
@@ -390,6 +398,9 @@ def issue_title(code: str) -> str:
 STOPS = {
     "retry limit reached": "the automatic repairs ran out of tries",
     "cycle detected": "the automatic repairs could not change the answer",
+    FALLBACK_STOP: (
+        "the AI model gave no usable answer, so the suggestion is the independent classifier's"
+    ),
 }
 
 

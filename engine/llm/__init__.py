@@ -15,9 +15,11 @@ from engine.llm.client import (
 from engine.llm.errors import (
     LLMBlocked,
     LLMError,
+    LLMNoAnswer,
     LLMRefused,
     LLMSchemaError,
     LLMTransportError,
+    LLMTruncated,
     LLMUnavailable,
 )
 from engine.llm.operations import EvalResult, EvaluationOperations, run_concurrently
@@ -31,9 +33,11 @@ __all__ = [
     "GeminiClient",
     "LLMBlocked",
     "LLMError",
+    "LLMNoAnswer",
     "LLMRefused",
     "LLMSchemaError",
     "LLMTransportError",
+    "LLMTruncated",
     "LLMUnavailable",
     "LocalThrottle",
     "Price",

@@ -6,8 +6,11 @@ timeouts, connection errors) retry here with exponential backoff and jitter, hon
 server's Retry-After header and google.rpc.RetryInfo, bounded by the number of tries, by the
 longest wait worth holding a worker for and by the run's deadline; past those the call raises
 ``LLMUnavailable`` with the moment worth trying again, and the run waits. A response that does
-not fit the schema is re-asked once with the validation error; a safety block or an empty
-answer is reported as a block, never re-asked. Verification retries belong to the orchestrator.
+not fit the schema is re-asked once with the validation error; an empty answer is asked once
+more; an answer cut off at the output limit (``max_output_tokens``, set from the schema and the
+thinking budget) is asked once more with twice the limit, and then reported as truncated; a
+safety block is reported as a block, never re-asked. Verification retries belong to the
+orchestrator.
 
 Every call is accounted (tokens in, out and thinking, cost, tries, latency, prompt version,
 outcome). Answers are cached by (prompt with the page texts, prompt version, model, schema,
@@ -38,6 +41,7 @@ from engine.llm.errors import (
     LLMRefused,
     LLMSchemaError,
     LLMTransportError,
+    LLMTruncated,
     LLMUnavailable,
 )
 from engine.llm.operations import EvaluationOperations
@@ -63,8 +67,27 @@ PERMANENT_MEANING = {
 BLOCKING_FINISH = frozenset(
     {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "LANGUAGE", "OTHER"}
 )
+EMPTY_ANSWER = frozenset({"NO_CANDIDATE", "EMPTY"})  # asked once more before it is a block
+TRUNCATED = "MAX_TOKENS"
+# An answer's output limit: the schema's ``OUTPUT_TOKENS`` (a ClassVar) or this, plus what the
+# model may think (Gemini counts thinking tokens against max_output_tokens): the thinking
+# budget, or DYNAMIC_THINKING_TOKENS when the model chooses (-1). A truncated answer is asked
+# once more with twice the limit, at most MAX_OUTPUT_TOKENS.
+OUTPUT_TOKENS = 8192
+DYNAMIC_THINKING_TOKENS = 8192
+MAX_OUTPUT_TOKENS = 65536
 MAX_HINT_SECONDS = 3600.0  # a longer Retry-After is taken as an hour
 MIN_CALL_SECONDS = 5.0  # a try with less time than this left before the deadline is not made
+
+
+def output_limit(schema: type[BaseModel], thinking_budget: int | None) -> int:
+    """max_output_tokens for an answer of ``schema``: its own answer budget and the thinking."""
+    answer = int(getattr(schema, "OUTPUT_TOKENS", OUTPUT_TOKENS))
+    if thinking_budget is None or thinking_budget < 0:
+        thinking = DYNAMIC_THINKING_TOKENS
+    else:
+        thinking = thinking_budget
+    return min(MAX_OUTPUT_TOKENS, answer + thinking)
 
 
 def prompt_version(name: str, *texts: str) -> str:
@@ -111,7 +134,8 @@ class CallRecord:
     tokens_thinking: int = 0
     cost_usd: float = 0.0
     prompt_version: str = ""
-    outcome: str = "ok"  # ok, cached, unavailable, refused, blocked, schema, failed
+    outcome: str = "ok"  # ok, cached, unavailable, refused, blocked, truncated, schema, failed
+    retried: int = 0  # answers asked again because they were empty or cut off
 
 
 @dataclass
@@ -250,13 +274,16 @@ class GeminiClient(EvaluationOperations):
 
     # -- transport ----------------------------------------------------------------------------
 
-    def _config(self, *, system: str, schema: type[BaseModel], timeout: float) -> Any:
+    def _config(
+        self, *, system: str, schema: type[BaseModel], timeout: float, max_output_tokens: int
+    ) -> Any:
         types = self._types
         options: dict[str, Any] = dict(
             system_instruction=system,
             response_mime_type="application/json",
             response_schema=copy.deepcopy(_schema_json(schema)),  # the SDK edits it in place
             temperature=0.0,
+            max_output_tokens=max_output_tokens,
             http_options=types.HttpOptions(timeout=max(1, int(timeout * 1000))),
             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         )
@@ -265,7 +292,13 @@ class GeminiClient(EvaluationOperations):
         return types.GenerateContentConfig(**options)
 
     def _send(
-        self, *, prompt: str, schema: type[BaseModel], system: str, progress: _Progress
+        self,
+        *,
+        prompt: str,
+        schema: type[BaseModel],
+        system: str,
+        progress: _Progress,
+        max_output_tokens: int,
     ) -> Any:
         from google.genai import errors
 
@@ -286,7 +319,12 @@ class GeminiClient(EvaluationOperations):
                 response = self._client.models.generate_content(
                     model=self.model,
                     contents=prompt,
-                    config=self._config(system=system, schema=schema, timeout=timeout),
+                    config=self._config(
+                        system=system,
+                        schema=schema,
+                        timeout=timeout,
+                        max_output_tokens=max_output_tokens,
+                    ),
                 )
             except Exception as exc:
                 code = exc.code if isinstance(exc, errors.APIError) else None
@@ -374,7 +412,9 @@ class GeminiClient(EvaluationOperations):
         started = time.perf_counter()
         progress = _Progress()
         reasked = False
+        retried = 0
         current_prompt = prompt
+        limit = output_limit(schema, self.thinking_budget)
 
         def record(ok: bool, error: str = "", outcome: str = "ok") -> None:
             cost = (
@@ -397,21 +437,43 @@ class GeminiClient(EvaluationOperations):
                     cost_usd=round(cost, 6),
                     prompt_version=version,
                     outcome=outcome,
+                    retried=retried,
                 )
             )
 
+        empty_left = truncated_left = 1
         try:
-            for round_ in range(2):
+            while True:
                 response = self._send(
-                    prompt=current_prompt, schema=schema, system=system, progress=progress
+                    prompt=current_prompt,
+                    schema=schema,
+                    system=system,
+                    progress=progress,
+                    max_output_tokens=limit,
                 )
                 usage = getattr(response, "usage_metadata", None)
                 progress.tokens_in += getattr(usage, "prompt_token_count", 0) or 0
                 progress.tokens_out += getattr(usage, "candidates_token_count", 0) or 0
                 progress.tokens_thinking += getattr(usage, "thoughts_token_count", 0) or 0
-                block = blocked_reason(response)
-                if block is not None:
-                    reason, message = block
+                problem = blocked_reason(response)
+                if problem is not None:
+                    reason, message = problem
+                    if reason == TRUNCATED:
+                        if truncated_left and limit < MAX_OUTPUT_TOKENS:
+                            truncated_left -= 1
+                            retried += 1
+                            limit = min(MAX_OUTPUT_TOKENS, limit * 2)
+                            continue
+                        raise LLMTruncated(
+                            f"the language model's answer was cut off: {message}",
+                            max_output_tokens=limit,
+                        )
+                    if reason in EMPTY_ANSWER and empty_left:
+                        empty_left -= 1
+                        retried += 1
+                        continue
+                    if reason in EMPTY_ANSWER:
+                        message = f"{message}, twice"
                     raise LLMBlocked(
                         f"the language model blocked the request: {message}", reason=reason
                     )
@@ -419,7 +481,7 @@ class GeminiClient(EvaluationOperations):
                 try:
                     result = schema.model_validate_json(text)
                 except ValidationError as exc:
-                    if round_ == 1:
+                    if reasked:
                         raise LLMSchemaError(
                             f"the response did not fit the {schema.__name__} schema after one "
                             f"re-ask ({exc.error_count()} error(s))"
@@ -444,7 +506,6 @@ class GeminiClient(EvaluationOperations):
         except LLMError as exc:
             record(False, str(exc), _outcome(exc))
             raise
-        raise AssertionError("unreachable")
 
 
 @lru_cache(maxsize=16)
@@ -492,6 +553,7 @@ def _outcome(exc: LLMError) -> str:
         (LLMUnavailable, "unavailable"),
         (LLMRefused, "refused"),
         (LLMBlocked, "blocked"),
+        (LLMTruncated, "truncated"),
         (LLMSchemaError, "schema"),
     ):
         if isinstance(exc, kind):
@@ -545,7 +607,8 @@ def retry_hint(exc: Exception) -> float | None:
 
 
 def blocked_reason(response: Any) -> tuple[str, str] | None:
-    """(reason, message) when the answer is a block or empty; None for a usable answer."""
+    """(reason, message) when the answer is a block, cut off at the output limit (MAX_TOKENS)
+    or empty (NO_CANDIDATE, EMPTY); None for a usable answer."""
     feedback = getattr(response, "prompt_feedback", None)
     reason = getattr(feedback, "block_reason", None)
     if reason:
@@ -566,6 +629,8 @@ def blocked_reason(response: Any) -> tuple[str, str] | None:
         ]
         extra = f"; flagged: {', '.join(flagged)}" if flagged else ""
         return finish_name, f"the answer was blocked ({finish_name}{extra})"
+    if finish_name == TRUNCATED:
+        return TRUNCATED, "the answer reached the output limit (finish reason MAX_TOKENS)"
     content = getattr(candidate, "content", None)
     if not content or not getattr(content, "parts", None):
         return (

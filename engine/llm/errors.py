@@ -2,9 +2,12 @@
 
 Which kind decides what happens to a run: ``LLMUnavailable`` (429, 5xx, timeouts, dropped
 connections, an open circuit, the run's time budget spent) is transient, so the run waits and
-resumes by itself; ``LLMRefused`` (400, 401, 403, 404) and ``LLMBlocked`` (a safety block, an
-empty answer) are permanent for this request, so retrying cannot help; ``LLMSchemaError`` is an
-answer that still did not fit the schema after one re-ask.
+resumes by itself; ``LLMRefused`` (400, 401, 403, 404) is permanent for this request, so
+retrying cannot help. The model answered, but gave nothing usable (``LLMNoAnswer``): a block
+(``LLMBlocked``: a safety block, a blocked prompt, an answer still empty after one more try),
+an answer cut off at the output limit twice (``LLMTruncated``) or one that still did not fit
+the schema after one re-ask (``LLMSchemaError``). A run whose model gives no usable answer goes
+to a clinician with the reason (engine.pipeline), never into a failed run.
 """
 
 from __future__ import annotations
@@ -37,14 +40,32 @@ class LLMUnavailable(LLMTransportError):
         self.hinted = hinted
 
 
-class LLMBlocked(LLMError):
-    """The model answered with a block (safety, prohibited content, ...) or no candidate at all.
-    Re-asking the same content gives the same block, so it is reported, not re-asked."""
+class LLMNoAnswer(LLMError):
+    """The model answered without a usable answer. ``reason`` is the machine's name for why
+    (a finish or block reason such as SAFETY or MAX_TOKENS, EMPTY, NO_CANDIDATE, SCHEMA)."""
 
     def __init__(self, message: str, *, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
 
 
-class LLMSchemaError(LLMError):
-    pass
+class LLMBlocked(LLMNoAnswer):
+    """The model answered with a block (safety, prohibited content, a blocked prompt), or gave
+    no answer twice. Re-asking the same content gives the same block, so a block is reported,
+    not re-asked; an empty answer is asked once more first."""
+
+
+class LLMTruncated(LLMNoAnswer):
+    """The answer was cut off at the output limit (finish reason MAX_TOKENS), again after one
+    more try with twice the limit."""
+
+    def __init__(self, message: str, *, max_output_tokens: int) -> None:
+        super().__init__(message, reason="MAX_TOKENS")
+        self.max_output_tokens = max_output_tokens
+
+
+class LLMSchemaError(LLMNoAnswer):
+    """The answer still did not fit the schema after one re-ask with the validation error."""
+
+    def __init__(self, message: str, *, reason: str = "SCHEMA") -> None:
+        super().__init__(message, reason=reason)

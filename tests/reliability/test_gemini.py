@@ -205,10 +205,9 @@ def test_no_try_outlives_the_runs_deadline(stub, pages):
             lambda s: s.block("PROHIBITED_CONTENT"),
             "the answer was blocked (PROHIBITED_CONTENT; flagged: HARM_CATEGORY_DANGEROUS_CONTENT)",
         ),
-        (lambda s: s.empty(), "the model returned no answer (no candidate)"),
     ],
 )
-def test_blocks_and_empty_answers_are_reported_as_blocks_not_re_asked(stub, pages, script, message):
+def test_blocks_are_reported_as_blocks_not_re_asked(stub, pages, script, message):
     script(stub)
     stub.reply("{}")  # would be the re-ask: must not be asked for
     client = make_client(stub)
@@ -217,6 +216,66 @@ def test_blocks_and_empty_answers_are_reported_as_blocks_not_re_asked(stub, page
     assert str(caught.value) == f"the language model blocked the request: {message}"
     assert len(stub.requests) == 1
     assert (client.calls[0].outcome, client.calls[0].reasked) == ("blocked", False)
+
+
+def test_an_empty_answer_is_asked_once_more(stub, clean, pages):
+    stub.empty()
+    stub.reply(clean.model_dump_json())
+    client = make_client(stub)
+    assert GeminiClassifier(client).classify(pages) == clean
+    assert len(stub.requests) == 2 and stub.prompt(1) == stub.prompt(0)
+    assert (client.calls[0].outcome, client.calls[0].tries, client.calls[0].retried) == (
+        "ok",
+        2,
+        1,
+    )
+
+
+def test_an_answer_empty_twice_is_a_block_that_says_so(stub, pages):
+    stub.empty()
+    stub.empty()
+    stub.reply("{}")  # a third request must not be made
+    client = make_client(stub)
+    with pytest.raises(llm.LLMBlocked) as caught:
+        GeminiClassifier(client).classify(pages)
+    assert str(caught.value) == (
+        "the language model blocked the request: the model returned no answer (no candidate), twice"
+    )
+    assert caught.value.reason == "NO_CANDIDATE" and len(stub.requests) == 2
+
+
+def test_every_request_sets_an_output_limit_from_the_schema_and_the_thinking(stub, clean, pages):
+    stub.reply(clean.model_dump_json())
+    client = make_client(stub, thinking_budget=1024)
+    GeminiClassifier(client).classify(pages)
+    config = stub.requests[0]["generationConfig"]
+    assert config["maxOutputTokens"] == llm.client.OUTPUT_TOKENS + 1024
+    assert llm.client.output_limit(type(clean), None) == (
+        llm.client.OUTPUT_TOKENS + llm.client.DYNAMIC_THINKING_TOKENS
+    )
+
+
+def test_a_truncated_answer_is_asked_again_with_twice_the_limit(stub, clean, pages):
+    stub.truncated()
+    stub.reply(clean.model_dump_json())
+    client = make_client(stub, thinking_budget=0)
+    assert GeminiClassifier(client).classify(pages) == clean
+    limits = [r["generationConfig"]["maxOutputTokens"] for r in stub.requests]
+    assert limits == [llm.client.OUTPUT_TOKENS, 2 * llm.client.OUTPUT_TOKENS]
+    assert "YOUR PREVIOUS RESPONSE WAS INVALID" not in stub.prompt(1)  # not a schema re-ask
+
+
+def test_an_answer_truncated_twice_is_called_truncation_not_a_schema_error(stub, pages):
+    stub.truncated()
+    stub.truncated()
+    stub.reply("{}")
+    client = make_client(stub, thinking_budget=0)
+    with pytest.raises(llm.LLMTruncated) as caught:
+        GeminiClassifier(client).classify(pages)
+    assert "cut off" in str(caught.value) and "schema" not in str(caught.value)
+    assert caught.value.max_output_tokens == 2 * llm.client.OUTPUT_TOKENS
+    assert len(stub.requests) == 2
+    assert client.calls[0].outcome == "truncated"
 
 
 def test_a_schema_invalid_response_is_re_asked_once_with_the_error(stub, clean, pages):

@@ -289,29 +289,51 @@ def test_the_api_reports_a_waiting_run_and_its_next_try(gemini, pages, django_us
     assert body["run"]["wait_reason"].startswith("waiting for the language model: HTTP 429")
 
 
-@pytest.mark.parametrize(
-    ("script", "error"),
-    [
-        (
-            lambda s: s.fail(403, message="API key not valid"),
-            "The language model call failed: HTTP 403 after 1 attempt(s): the API key or project "
-            "is not allowed to use this model (API key not valid)",
-        ),
-        (
-            lambda s: s.block("SAFETY", where="prompt"),
-            "The language model call failed: the language model blocked the request: the prompt "
-            "was blocked (SAFETY)",
-        ),
-    ],
-)
-def test_permanent_errors_and_blocks_fail_the_run_with_the_reason(gemini, pages, script, error):
-    script(gemini)
+def test_a_refused_key_fails_the_run_with_the_reason_for_the_operator(gemini, pages):
+    gemini.fail(403, message="API key not valid")
     run = services.run_start(document=ready_document(*pages, sha="p"))
     run.refresh_from_db()
-    assert run.status == "failed" and run.error == error
-    assert (run.llm_calls, run.llm_requests) == (1, 1)  # tries counted, never re-asked
+    assert run.status == "failed" and run.error == (
+        "The language model call failed: HTTP 403 after 1 attempt(s): the API key or project "
+        "is not allowed to use this model (API key not valid)"
+    )
+    assert (run.llm_calls, run.llm_requests) == (1, 1)  # never retried
     assert run.duration_seconds is not None and run.finished_at is not None
     assert not ReviewPacket.objects.exists() and not GroundTruth.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("script", "requests", "reason"),
+    [
+        (lambda s: s.block("SAFETY", where="prompt"), 1, "the prompt was blocked (SAFETY)"),
+        (lambda s: s.block("SAFETY"), 1, "the answer was blocked (SAFETY"),
+        (lambda s: s.empty().empty(), 2, "no answer (no candidate), twice"),
+        (lambda s: s.truncated().truncated(), 2, "cut off"),
+        (lambda s: s.reply("not json").reply("{}"), 2, "did not fit the"),
+        (lambda s: s.fail(400, message="Request payload size exceeds the limit"), 1, "HTTP 400"),
+    ],
+)
+def test_a_model_without_a_usable_answer_sends_the_document_to_a_clinician(
+    gemini, pages, admin_user, client, script, requests, reason
+):
+    script(gemini)
+    document = ready_document(*pages, sha="b")
+    run = services.run_start(document=document)
+    run.refresh_from_db()
+
+    assert (run.status, run.final_decision) == ("completed", "ESCALATE_TO_SME")
+    assert run.llm_requests == requests
+    attempt = run.attempts.get()
+    assert attempt.source == "fallback"
+    issue = attempt.issues.get(code="model_no_answer")
+    assert issue.severity == "BLOCKER" and reason in issue.message
+    packet = ReviewPacket.objects.get(run=run)
+    assert " model_no_answer " in packet.issue_codes
+    assert not GroundTruth.objects.filter(document=document).exists()  # a clinician decides
+
+    client.force_login(admin_user)
+    page = client.get(reverse("review:packet", args=[packet.pk])).content.decode()
+    assert "The AI model gave no answer" in page
 
 
 def test_a_hung_model_never_outlives_the_runs_deadline(gemini, settings, pages):
