@@ -5,15 +5,20 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from django.conf import settings
 from django.http import HttpRequest
+from django.utils import timezone
 from ninja import Router
 
 from api.access import own_document
 from api.schemas import Error, EvaluationResponse
 from core.errors import Refused
-from engine import llm
-from reliability.evaluations import MAX_DOCUMENTS, EvaluateRequest, documents_evaluate
+from reliability import llm_runtime
+from reliability.evaluations import (
+    MAX_DOCUMENTS,
+    EvaluateRequest,
+    documents_evaluate,
+    evaluation_record,
+)
 
 router = Router(tags=["evaluate"])
 
@@ -34,14 +39,37 @@ LLM_NOT_CONFIGURED = (
         "value, confidence, optional reasoning and error: value null without an error means the "
         "document does not contain the answer. A document of another user, or an unknown one, "
         "is a 404 for the whole request; a document not yet ingested is an error in its result. "
-        "Without a language model configured the answer is 503 (code llm_not_configured)."
+        "Calls share the runs' rate limit, circuit and response cache; the request answers "
+        "within EVALUATE_DEADLINE_SECONDS (a document not answered by then gets an error); its "
+        "spend counts against the daily budget, and once that is spent the answer is 429 (code "
+        "llm_budget_spent, with Retry-After). Without a language model configured the answer "
+        "is 503 (code llm_not_configured)."
     ),
-    response={200: EvaluationResponse, 400: Error, 401: Error, 404: Error, 503: Error},
+    response={
+        200: EvaluationResponse,
+        400: Error,
+        401: Error,
+        404: Error,
+        429: Error,
+        503: Error,
+    },
 )
 def evaluate(request: HttpRequest, body: EvaluateRequest) -> dict[str, Any]:
-    client = llm.client_from_settings(settings)
+    client = llm_runtime.client_for_evaluation()
     if client is None:
         raise Refused(status=503, message=LLM_NOT_CONFIGURED, code="llm_not_configured")
+    if llm_runtime.budget_exhausted():
+        resume = llm_runtime.next_budget_day()
+        raise Refused(
+            status=429,
+            code="llm_budget_spent",
+            message="The daily language-model budget is spent; ask again when the next day "
+            f"starts ({resume:%Y-%m-%d %H:%M} UTC).",
+            extra={
+                "retry_at": resume.isoformat(),
+                "retry_after": max(1, int((resume - timezone.now()).total_seconds())),
+            },
+        )
     documents = []
     for raw in body.documents:
         try:
@@ -52,9 +80,12 @@ def evaluate(request: HttpRequest, body: EvaluateRequest) -> dict[str, Any]:
             raise Refused(status=404, message=f"No such document for this token: {raw}.") from None
     results = documents_evaluate(client=client, request=body, documents=documents)
     usage = client.usage()
+    evaluation_record(
+        user=request.user, request=body, results=results, usage=usage, model=client.model
+    )
     return {
         "operation": body.operation,
         "model": client.model,
         "results": results,
-        "usage": {k: usage[k] for k in ("calls", "tokens_in", "tokens_out", "seconds")},
+        "usage": {k: v for k, v in usage.items() if k != "log"},
     }

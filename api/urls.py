@@ -38,7 +38,10 @@ api.add_router("", evaluate.router)
 
 @api.exception_handler(Refused)
 def _refused(request: HttpRequest, exc: Refused) -> HttpResponse:
-    return api.create_response(request, exc.as_json(), status=exc.status)
+    response = api.create_response(request, exc.as_json(), status=exc.status)
+    if "retry_after" in exc.extra:  # seconds, for clients that honour the header
+        response["Retry-After"] = str(exc.extra["retry_after"])
+    return response
 
 
 @api.exception_handler(HttpError)

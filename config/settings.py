@@ -379,6 +379,9 @@ if not LLM_TIMEOUT_SECONDS < RUN_DEADLINE_SECONDS < JOB_TIMEOUT_SECONDS:
         f"RUN_DEADLINE_SECONDS={RUN_DEADLINE_SECONDS} must be above LLM_TIMEOUT_SECONDS="
         f"{LLM_TIMEOUT_SECONDS:g} and below JOB_TIMEOUT_SECONDS={JOB_TIMEOUT_SECONDS}."
     )
+# POST /api/v1/evaluate/ answers within this many seconds: below gunicorn's 120 s worker timeout
+# (Dockerfile), so a hung model ends in per-document errors, not a killed request.
+EVALUATE_DEADLINE_SECONDS = env_int("EVALUATE_DEADLINE_SECONDS", 90, minimum=10)
 
 # Background jobs (core.jobs), one lease for ingestions, runs and webhook deliveries. A job
 # renews its row's heartbeat every JOB_HEARTBEAT_SECONDS while it works; a row still "running"

@@ -11,6 +11,7 @@ from core.admin import ReadOnlyAdmin
 from reliability.models import (
     ApiToken,
     Attempt,
+    Evaluation,
     Extraction,
     ExtractionTemplate,
     Issue,
@@ -50,6 +51,20 @@ class RunAdmin(ReadOnlyAdmin):
     search_fields = ("document__original_filename",)
     list_select_related = ("document",)
     inlines = [AttemptInline]
+
+
+@admin.register(Evaluation)
+class EvaluationAdmin(ReadOnlyAdmin):
+    list_display = (
+        "created_at",
+        "user",
+        "operation",
+        "documents",
+        "failed",
+        "llm_calls",
+        "cost_usd",
+    )
+    list_filter = ("operation",)
 
 
 @admin.register(Attempt)

@@ -1,11 +1,12 @@
 """The LLM evaluation operations over a user's documents: filter, score, extract and
 extract_fields, each document's text sent as delimited data, with bounded concurrency and the
-results in input order. Computes only: nothing is written."""
+results in input order; and the record of what one request spent (``evaluation_record``)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from decimal import Decimal
 from functools import partial
 from typing import Any, Literal
 
@@ -15,6 +16,7 @@ from documents.models import Document
 from engine.llm import EvalResult, LLMUnavailable
 from engine.llm.delimiting import Delimited, delimit
 from engine.protocols import LLMClient
+from reliability.models import Evaluation
 
 logger = logging.getLogger(__name__)
 
@@ -144,3 +146,29 @@ def _answer(operation: Callable[..., EvalResult], item: dict[str, Any]) -> EvalR
         return operation(**item)
     except LLMUnavailable as exc:
         return EvalResult(error=str(exc))
+
+
+def evaluation_record(
+    *,
+    user: Any,
+    request: EvaluateRequest,
+    results: list[dict[str, Any]],
+    usage: dict[str, Any],
+    model: str,
+) -> Evaluation:
+    """What one request asked and spent, kept: its cost counts against the daily budget."""
+    return Evaluation.objects.create(
+        user=user if getattr(user, "pk", None) else None,
+        operation=request.operation,
+        documents=len(results),
+        failed=sum(1 for r in results if r["error"]),
+        model=model[:64],
+        llm_calls=usage["calls"],
+        llm_requests=usage["requests"],
+        llm_cache_hits=usage["cache_hits"],
+        tokens_in=usage["tokens_in"],
+        tokens_out=usage["tokens_out"],
+        tokens_thinking=usage["tokens_thinking"],
+        cost_usd=Decimal(str(usage["cost_usd"])),
+        seconds=usage["seconds"],
+    )

@@ -1,6 +1,7 @@
-"""The language model as runs use it: the configured client with the throttle shared by every
-worker, the response cache in the database, the price table and the run's deadline; and the
-daily budget (spend so far today, when the next day starts)."""
+"""The language model as runs and the /evaluate/ endpoint use it: the configured client with
+the throttle shared by every worker, the response cache in the database, the price table and a
+deadline (the run's, or the web request's); and the daily budget (what runs and evaluations
+spent today, when the next day starts)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from django.utils import timezone
 from engine import llm
 from engine.llm.throttle import CircuitState, LocalThrottle, RedisThrottle, Throttle
 from reliability import deid
-from reliability.models import LLMResponse, Run
+from reliability.models import Evaluation, LLMResponse, Run
 
 
 class DatabaseResponseCache:
@@ -114,15 +115,25 @@ def client_for_run(**overrides: Any) -> llm.GeminiClient | None:
     return deid.llm_client(llm.client_from_settings(settings, **options))
 
 
+def client_for_evaluation() -> llm.GeminiClient | None:
+    """The configured client for one /evaluate/ request: the runs' throttle, cache and budget,
+    and a deadline below the web worker's timeout (EVALUATE_DEADLINE_SECONDS), past which a
+    document not yet answered gets an error instead of holding the request."""
+    return client_for_run(deadline=time.monotonic() + settings.EVALUATE_DEADLINE_SECONDS)
+
+
 def day_start(now: datetime | None = None) -> datetime:
     now = now or timezone.now()
     return now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def spent_today() -> Decimal:
-    """Dollars spent by runs executed since 00:00 UTC (a run that resumes today counts today)."""
-    total = Run.objects.filter(started_at__gte=day_start()).aggregate(total=Sum("cost_usd"))
-    return total["total"] or Decimal(0)
+    """Dollars spent since 00:00 UTC by runs executed (a run that resumes today counts today)
+    and by evaluations."""
+    since = day_start()
+    runs = Run.objects.filter(started_at__gte=since).aggregate(total=Sum("cost_usd"))
+    asked = Evaluation.objects.filter(created_at__gte=since).aggregate(total=Sum("cost_usd"))
+    return (runs["total"] or Decimal(0)) + (asked["total"] or Decimal(0))
 
 
 def budget_exhausted() -> bool:

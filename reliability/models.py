@@ -149,6 +149,31 @@ class LLMResponse(models.Model):
         return f"{self.operation} {self.prompt_version} ({self.created_at:%Y-%m-%d})"
 
 
+class Evaluation(models.Model):
+    """One POST /api/v1/evaluate/ request: who asked, what, and what it cost. Its spend counts
+    against the daily budget beside the runs' (reliability.llm_runtime.spent_today)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    operation = models.CharField(max_length=32)
+    documents = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)  # documents answered with an error
+    model = models.CharField(max_length=64, blank=True)
+    llm_calls = models.PositiveIntegerField(default=0)
+    llm_requests = models.PositiveIntegerField(default=0)
+    llm_cache_hits = models.PositiveIntegerField(default=0)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    tokens_thinking = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    seconds = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.operation} over {self.documents} document(s) ({self.created_at:%Y-%m-%d})"
+
+
 class Attempt(models.Model):
     class Source(models.TextChoices):
         CLASSIFIER = "classifier", "Classifier"

@@ -113,7 +113,8 @@ def test_filter_answers_in_input_order_with_bounded_concurrency(
     assert all(r["error"] is None and r["confidence"] == 0.95 for r in body["results"])
     assert body["results"][0]["reasoning"] == "stated in the diagnosis"
     assert stub.max_in_flight == 2  # LLM_MAX_CONCURRENCY: calls overlap, never more than 2
-    assert body["usage"]["calls"] == 4 and body["model"]
+    # The repeated document is answered from the response cache when its first call is done.
+    assert body["usage"]["calls"] + body["usage"]["cache_hits"] == 4 and body["model"]
 
 
 def test_document_text_is_sent_as_delimited_data(live_server, token, documents, stub):
@@ -279,3 +280,102 @@ def test_only_the_callers_own_documents_may_be_evaluated(
         url, "vt_wrong", {"operation": "filter", "documents": ["x"], "question": "?"}
     )
     assert status == 401
+
+
+# -- the runs' controls (issue 25, finding 6) --------------------------------------------------
+
+FILTER = {"operation": "filter", "question": "Is this a cancer diagnosis?"}
+
+
+def ask(live_server, token, documents):
+    return post(
+        f"{live_server.url}/api/v1/evaluate/",
+        token,
+        {**FILTER, "documents": [str(d.pk) for d in documents]},
+    )
+
+
+def test_the_spend_is_recorded_with_thinking_tokens_and_cost_and_counts_against_the_budget(
+    live_server, token, documents, stub, user, settings
+):
+    from reliability import llm_runtime
+    from reliability.models import Evaluation
+
+    settings.LLM_DAILY_BUDGET_USD = 1.0
+    stub.responder = lambda path, request: Reply(
+        200,
+        candidate(json.dumps({"value": True, "confidence": 0.9}), tokens_out=100, thoughts=300),
+    )
+    status, body = ask(live_server, token, documents[:2])
+    assert status == 200
+    usage = body["usage"]
+    assert (usage["calls"], usage["requests"], usage["tokens_thinking"]) == (2, 2, 600)
+    # 2 x (120 in x $0.30 + (100 out + 300 thinking) x $2.50) per million
+    assert usage["cost_usd"] == pytest.approx(0.002072)
+    [record] = Evaluation.objects.all()
+    assert (record.user, record.operation, record.documents, record.llm_calls) == (
+        user,
+        "filter",
+        2,
+        2,
+    )
+    assert float(record.cost_usd) == pytest.approx(0.002072)
+    assert float(llm_runtime.spent_today()) == pytest.approx(0.002072)
+
+
+def test_with_the_daily_budget_spent_no_call_is_made(live_server, token, documents, stub, settings):
+    from reliability.models import Evaluation
+
+    settings.LLM_DAILY_BUDGET_USD = 0.01
+    Evaluation.objects.create(operation="filter", documents=1, cost_usd="0.02")
+    stub.responder = answer(lambda prompt: {"value": True, "confidence": 0.9})
+    request = urllib.request.Request(
+        f"{live_server.url}/api/v1/evaluate/",
+        data=json.dumps({**FILTER, "documents": [str(documents[0].pk)]}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=30)
+    body = json.loads(caught.value.read())
+    assert caught.value.code == 429 and body["code"] == "llm_budget_spent"
+    assert int(caught.value.headers["Retry-After"]) > 0 and body["retry_at"]
+    assert stub.requests == []
+
+
+def test_the_same_question_is_answered_from_the_cache(live_server, token, documents, stub):
+    stub.responder = answer(lambda prompt: {"value": True, "confidence": 0.9})
+    first = ask(live_server, token, documents[:1])[1]
+    second = ask(live_server, token, documents[:1])[1]
+    assert len(stub.requests) == 1
+    assert second["results"][0]["value"] is True
+    assert (second["usage"]["requests"], second["usage"]["cache_hits"]) == (0, 1)
+    assert first["usage"]["requests"] == 1
+
+
+def test_an_open_circuit_holds_every_call(live_server, token, documents, stub, settings):
+    from reliability import llm_runtime
+
+    settings.REDIS_URL = ""  # the in-process throttle, which the live server's thread shares
+    llm_runtime.shared_throttle().pause(300, "HTTP 429 RESOURCE_EXHAUSTED")
+    stub.responder = answer(lambda prompt: {"value": True, "confidence": 0.9})
+    status, body = ask(live_server, token, documents)
+    assert status == 200 and stub.requests == []
+    assert all(r["value"] is None and "asked to wait" in r["error"] for r in body["results"])
+
+
+def test_a_hung_model_answers_within_the_requests_deadline(
+    live_server, token, documents, stub, settings
+):
+    import time
+
+    settings.EVALUATE_DEADLINE_SECONDS = 10
+    settings.LLM_TIMEOUT_SECONDS = 60
+    settings.LLM_MAX_TRANSPORT_RETRIES = 3
+    stub.responder = lambda path, request: Reply(200, candidate("{}"), delay=30)
+    started = time.monotonic()
+    status, body = ask(live_server, token, documents[:1])
+    assert time.monotonic() - started < 15  # not 60 s, nor 4 tries of it
+    assert status == 200 and body["results"][0]["value"] is None
+    error = body["results"][0]["error"]
+    assert error.startswith("ReadTimeout after 1 attempt(s)") and "no time left" in error
