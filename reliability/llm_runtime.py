@@ -101,8 +101,8 @@ def circuit_state() -> CircuitState | None:
         return None
 
 
-def client_for_run(**overrides: Any) -> llm.GeminiClient | None:
-    """The configured client for one execution of a run, or None without a key."""
+def client_for_run(**overrides: Any) -> llm.LLMClientBase | None:
+    """The configured provider's client for one execution of a run, or None without one."""
     options: dict[str, Any] = {
         "throttle": shared_throttle(),
         "cache": DatabaseResponseCache(days=settings.LLM_CACHE_DAYS)
