@@ -114,7 +114,7 @@ class Command(BaseCommand):
                 raise CommandError(
                     "--model evaluates a trained classifier as the offline primary; with a "
                     "language model configured the gate is the rules. Unset GEMINI_API_KEY "
-                    "(or LLM_PROVIDER=openai)."
+                    "(with LLM_PROVIDER=openai: unset LLM_PROVIDER and OPENAI_MODEL)."
                 )
             primary, gate = training.roles(model)
         preset = get_preset(options["preset"])
@@ -261,11 +261,16 @@ class Command(BaseCommand):
         from engine import llm
         from reliability import llm_gate
 
+        # Messages name Gemini when it is the configured provider, as they always have.
+        gemini = llm.provider(settings) == "gemini"
         if not llm.configured(settings):
             raise CommandError(
-                "The LLM regression gate needs a language model: "
+                "The LLM regression gate needs Gemini: set GEMINI_API_KEY (or the Vertex settings)."
+                if gemini
+                else "The LLM regression gate needs a language model: "
                 f"{llm.not_configured_reason(settings)}."
             )
+        label = "Gemini" if gemini else llm.model_name(settings)
         preset = get_preset(options["preset"])
         candidate_model = options["candidate_model"] or llm.model_name(settings)
         _train, held = training.split(training.ground_truth_records(sme_only=True))
@@ -282,8 +287,7 @@ class Command(BaseCommand):
         compared = len(result.candidate.results)
         if not compared:
             raise CommandError(
-                f"None of the {len(held)} held-back documents has a completed run by the "
-                "configured language model to "
+                f"None of the {len(held)} held-back documents has a completed {label} run to "
                 "compare with: give --candidate-model to run the configured model beside it."
             )
         candidate = training.figures(result.candidate.results)
@@ -295,7 +299,7 @@ class Command(BaseCommand):
             else "as recorded on the documents' latest runs"
         )
         left_out = (
-            f" ({result.skipped} without a recorded answer of the model left out)"
+            f" ({result.skipped} without a recorded {label} answer left out)"
             if result.skipped
             else ""
         )
