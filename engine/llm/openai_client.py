@@ -38,6 +38,8 @@ from engine.llm.client import (
 RESPONSE_FORMATS = ("json_schema", "json_object")
 TOKEN_LIMIT_FIELDS = ("max_completion_tokens", "max_tokens")
 PLACEHOLDER_KEY = "not-needed"  # local servers ask for no key; the SDK wants one
+# Given explicitly: left to the SDK, an empty OPENAI_BASE_URL in the environment would be used.
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 SCHEMA_NOTICE = "Answer with one JSON object, and nothing else, that matches this JSON Schema:"
 _THINKING = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*)\n\s*```\s*$", re.DOTALL)
@@ -74,7 +76,7 @@ class OpenAIClient(LLMClientBase):
         if token_limit_field not in TOKEN_LIMIT_FIELDS:
             raise ValueError(f"token_limit_field must be one of {', '.join(TOKEN_LIMIT_FIELDS)}")
         self._client = _openai_client(
-            base_url=base_url or None,
+            base_url=base_url or DEFAULT_BASE_URL,
             api_key=api_key or PLACEHOLDER_KEY,
             timeout_seconds=timeout_seconds,
         )
@@ -160,7 +162,7 @@ class OpenAIClient(LLMClientBase):
 
 
 @lru_cache(maxsize=16)
-def _openai_client(*, base_url: str | None, api_key: str, timeout_seconds: float) -> Any:
+def _openai_client(*, base_url: str, api_key: str, timeout_seconds: float) -> Any:
     """One SDK client per configuration and process (its HTTP pool and TLS context are reused
     by every call; a worker that builds it before forking hands it to every job)."""
     import openai

@@ -373,3 +373,10 @@ def test_the_settings_choose_the_provider():
     assert isinstance(gemini, llm.GeminiClient) and gemini.model == "gemini-2.5-flash"
     assert not llm.configured(settings_for(OPENAI_MODEL=""))  # a Gemini key does not count
     assert llm.client_from_settings(settings_for(OPENAI_MODEL="")) is None
+
+
+def test_an_empty_base_url_means_openai_whatever_the_environment(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "")
+    client = llm.client_from_settings(settings_for(OPENAI_BASE_URL="", OPENAI_MODEL="gpt-4.1"))
+    assert str(client._client.base_url).rstrip("/") == "https://api.openai.com/v1"
+    assert llm.client_from_settings(settings_for(OPENAI_MODEL="")) is None
