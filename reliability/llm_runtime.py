@@ -115,7 +115,7 @@ def client_for_run(**overrides: Any) -> llm.LLMClientBase | None:
     return deid.llm_client(llm.client_from_settings(settings, **options))
 
 
-def client_for_evaluation() -> llm.GeminiClient | None:
+def client_for_evaluation() -> llm.LLMClientBase | None:
     """The configured client for one /evaluate/ request: the runs' throttle, cache and budget,
     and a deadline below the web worker's timeout (EVALUATE_DEADLINE_SECONDS), past which a
     document not yet answered gets an error instead of holding the request."""
