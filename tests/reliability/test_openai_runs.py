@@ -2,13 +2,15 @@
 speaks the Chat Completions API: a clean answer accepted in one call (recorded as the openai
 provider's model, with the same prompt version as Gemini's), the response cache, an obeyed
 injection and a filtered answer escalated to a clinician, a rate limit that makes the run wait,
-and a local model priced at zero under a daily budget."""
+and a local model priced at zero under a daily budget, and the /evaluate/ endpoint."""
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -16,7 +18,9 @@ from benchmarks.llm_answers import answer_json, classification
 from engine.fields.library import load_packs
 from reliability import services
 from reliability.models import Extraction, LLMResponse, Run
+from reliability.services import api_token_create
 from review.models import GroundTruth, ReviewPacket
+from review.roles import REVIEWERS, ensure_roles
 from tests.conftest import ready_document
 from tests.reliability.gemini_stub import GeminiStub
 from tests.reliability.openai_stub import OpenAIStub
@@ -171,3 +175,25 @@ def test_a_daily_budget_with_a_local_model_priced_at_zero_never_stops_runs(
         run.refresh_from_db()
         assert run.status == "completed" and run.cost_usd == 0
     assert len(local_model.requests) == 2 and second.tokens_in == 100_000
+
+
+def test_the_evaluate_endpoint_asks_the_configured_local_model(local_model, django_user_model):
+    user = django_user_model.objects.create_user("lims", password="x")
+    user.groups.add(ensure_roles()[REVIEWERS])
+    token = api_token_create(user=user, name="lims")[1]
+    document = ready_document("FINAL DIAGNOSIS: Invasive ductal carcinoma.", uploaded_by=user)
+    local_model.reply(json.dumps({"value": True, "confidence": 0.95}), tokens_in=50)
+
+    response = Client().post(
+        "/api/v1/evaluate/",
+        data=json.dumps(
+            {"operation": "filter", "documents": [str(document.pk)], "question": "Cancer?"}
+        ),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["model"] == MODEL and body["results"][0]["value"] is True
+    assert local_model.requests[0]["model"] == MODEL
+    assert "carcinoma" in local_model.prompt(0)
