@@ -25,7 +25,8 @@ router = Router(tags=["evaluate"])
 
 LLM_NOT_CONFIGURED = (
     "No language model is configured, so the evaluation operations are unavailable: set "
-    "GEMINI_API_KEY (or the Vertex AI settings) on the server."
+    "GEMINI_API_KEY (or the Vertex AI settings), or LLM_PROVIDER=openai with OPENAI_MODEL, on "
+    "the server."
 )
 
 

@@ -257,8 +257,8 @@ CACHES = {
 QUEUE_COUNTS_MAX_AGE_SECONDS = env_int("QUEUE_COUNTS_MAX_AGE_SECONDS", 60, minimum=1)
 # The metrics page's aggregates over every run and review are shared for this long.
 METRICS_MAX_AGE_SECONDS = env_int("METRICS_MAX_AGE_SECONDS", 60, minimum=0)
-# Workers import the job code and the Gemini SDK once, before forking a process per job, and run
-# the recovery pass (config.worker). Jobs are queued through django-rq's queue above.
+# Workers import the job code and the language model's SDK once, before forking a process per
+# job, and run the recovery pass (config.worker). Jobs are queued through django-rq's queue above.
 RQ = {"WORKER_CLASS": "config.worker.Worker"}
 
 GEMINI_API_KEY = env_str("GEMINI_API_KEY")
@@ -325,6 +325,30 @@ GOOGLE_GENAI_USE_VERTEXAI = env_bool("GOOGLE_GENAI_USE_VERTEXAI", False)
 GOOGLE_CLOUD_PROJECT = env_str("GOOGLE_CLOUD_PROJECT")
 GOOGLE_CLOUD_LOCATION = env_str("GOOGLE_CLOUD_LOCATION", "us-central1")
 GEMINI_BASE_URL = env_str("GEMINI_BASE_URL")  # a proxy or, in tests, a local stub server
+# The language model's provider: Gemini, or any OpenAI-compatible Chat Completions API (vLLM,
+# Ollama, llama.cpp's server, Azure OpenAI: docs/providers.md). Only the chosen one is used.
+LLM_PROVIDER = env_str("LLM_PROVIDER", "gemini").strip().lower()
+if LLM_PROVIDER not in ("gemini", "openai"):
+    raise ImproperlyConfigured("LLM_PROVIDER must be gemini or openai.")
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL").strip()  # e.g. http://vllm:8000/v1; empty: OpenAI
+OPENAI_MODEL = env_str("OPENAI_MODEL").strip()
+OPENAI_API_KEY = env_str("OPENAI_API_KEY")  # empty for a local server that asks for none
+# json_schema (the server constrains its answer to the schema) or json_object (the schema in
+# the system message, for servers without json_schema).
+OPENAI_RESPONSE_FORMAT = env_str("OPENAI_RESPONSE_FORMAT", "json_schema").strip()
+if OPENAI_RESPONSE_FORMAT not in ("json_schema", "json_object"):
+    raise ImproperlyConfigured("OPENAI_RESPONSE_FORMAT must be json_schema or json_object.")
+# The request field carrying the output limit: max_completion_tokens (the current API, needed
+# by OpenAI's reasoning models) or max_tokens (servers that know only that one, such as Ollama).
+OPENAI_TOKEN_LIMIT_FIELD = env_str("OPENAI_TOKEN_LIMIT_FIELD", "max_completion_tokens").strip()
+if OPENAI_TOKEN_LIMIT_FIELD not in ("max_completion_tokens", "max_tokens"):
+    raise ImproperlyConfigured(
+        "OPENAI_TOKEN_LIMIT_FIELD must be max_completion_tokens or max_tokens."
+    )
+if LLM_PROVIDER == "openai" and not OPENAI_MODEL:
+    raise ImproperlyConfigured("LLM_PROVIDER=openai needs OPENAI_MODEL (the served model's name).")
+# The model runs are classified with (the configured provider's), for the checks below.
+_LLM_MODEL = OPENAI_MODEL if LLM_PROVIDER == "openai" else GEMINI_MODEL
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0)
 LLM_MAX_TRANSPORT_RETRIES = env_int("LLM_MAX_TRANSPORT_RETRIES", 4, minimum=0)
 LLM_BACKOFF_BASE_SECONDS = env_float("LLM_BACKOFF_BASE_SECONDS", 1.0)
@@ -349,9 +373,10 @@ for _model, _price in LLM_PRICES.items():
         raise ImproperlyConfigured(f"LLM_PRICES[{_model!r}] needs 'input' and 'output' prices.")
 # Beyond this spend per UTC day, runs wait for the next day (0 = no cap).
 LLM_DAILY_BUDGET_USD = env_float("LLM_DAILY_BUDGET_USD", 0.0)
-if LLM_DAILY_BUDGET_USD > 0 and GEMINI_MODEL not in LLM_PRICES:
+if LLM_DAILY_BUDGET_USD > 0 and _LLM_MODEL not in LLM_PRICES:
+    # A model on the hospital's own server may be priced at 0: {"input": 0, "output": 0}.
     raise ImproperlyConfigured(
-        f"LLM_DAILY_BUDGET_USD needs a price for {GEMINI_MODEL}: add it to LLM_PRICES."
+        f"LLM_DAILY_BUDGET_USD needs a price for {_LLM_MODEL}: add it to LLM_PRICES."
     )
 # Answers are cached this many days (the same text asked the same way costs nothing); 0 = off.
 LLM_CACHE_DAYS = env_int("LLM_CACHE_DAYS", 30, minimum=0)

@@ -1,9 +1,9 @@
 """The RQ worker class (settings.RQ["WORKER_CLASS"]): it imports the job code, the rule data, the
-OCR binding and, when Gemini is configured, the Gemini SDK and its client once, in the worker
-process, before it forks a work horse per job. Otherwise every job pays for them again (about a
-second for google-genai alone, which at a model latency of seconds is a third of a worker's
-throughput; half a second for pytesseract, which imports pandas, four times the ingestion of a
-three-page text PDF)."""
+OCR binding and, when a language model is configured, its SDK (google-genai or openai) and its
+client once, in the worker process, before it forks a work horse per job. Otherwise every job
+pays for them again (about a second for google-genai alone, which at a model latency of
+seconds is a third of a worker's throughput; half a second for pytesseract, which imports
+pandas, four times the ingestion of a three-page text PDF)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def preload() -> None:
         try:
             llm.client_from_settings(settings)  # the SDK and its client, inherited by each job
         except Exception:  # a bad key shows up on the first run, with the run's own error
-            logger.exception("could not prepare the Gemini client")
+            logger.exception("could not prepare the language model's client")
 
 
 class RecoveryLoop:

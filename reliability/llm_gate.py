@@ -1,4 +1,5 @@
-"""The regression gate for Gemini: a new prompt version or model name against the active one,
+"""The regression gate for the language model (the configured provider's): a new prompt
+version or model name against the active one,
 on the held-back ground truth (reliability.training.split) of clinician-given types.
 
 The candidate is the chain as a run executes it now (this code's prompt, the configured or a
@@ -45,10 +46,11 @@ class Side:
         return text + (f"; {self.failures} failed" if self.failures else "")
 
 
-def client_for(model: str) -> llm.GeminiClient:
+def client_for(model: str) -> llm.LLMClientBase:
     client = llm_runtime.client_for_run(model=model, price=_price(model))
     if client is None:
-        raise llm.LLMError("Gemini is not configured (GEMINI_API_KEY or Vertex settings).")
+        reason = llm.not_configured_reason(settings)
+        raise llm.LLMError(f"No language model is configured ({reason}).")
     return client
 
 
@@ -92,10 +94,13 @@ def run_chain(
 
 
 def recorded(document_id: str) -> tuple[str, str, str, str] | None:
-    """(model, prompt version, type, decision) of the document's latest completed Gemini run."""
+    """(model, prompt version, type, decision) of the document's latest completed run by the
+    configured provider's model."""
     run = (
         Run.objects.filter(
-            document_id=document_id, status=Run.Status.COMPLETED, classifier="gemini"
+            document_id=document_id,
+            status=Run.Status.COMPLETED,
+            classifier=llm.provider(settings),
         )
         .exclude(final_decision="")
         .order_by("-finished_at", "-pk")
@@ -129,7 +134,7 @@ def compare_llm(
     preset: pipeline.Preset,
     progress: Callable[[str], None] | None = None,
 ) -> Comparison:
-    active_model = settings.GEMINI_MODEL
+    active_model = llm.model_name(settings)
     live = candidate_model != active_model
     candidate, active = Side(), Side()
     skipped = 0

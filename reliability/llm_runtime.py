@@ -101,8 +101,8 @@ def circuit_state() -> CircuitState | None:
         return None
 
 
-def client_for_run(**overrides: Any) -> llm.GeminiClient | None:
-    """The configured client for one execution of a run, or None without a key."""
+def client_for_run(**overrides: Any) -> llm.LLMClientBase | None:
+    """The configured provider's client for one execution of a run, or None without one."""
     options: dict[str, Any] = {
         "throttle": shared_throttle(),
         "cache": DatabaseResponseCache(days=settings.LLM_CACHE_DAYS)
@@ -115,7 +115,7 @@ def client_for_run(**overrides: Any) -> llm.GeminiClient | None:
     return deid.llm_client(llm.client_from_settings(settings, **options))
 
 
-def client_for_evaluation() -> llm.GeminiClient | None:
+def client_for_evaluation() -> llm.LLMClientBase | None:
     """The configured client for one /evaluate/ request: the runs' throttle, cache and budget,
     and a deadline below the web worker's timeout (EVALUATE_DEADLINE_SECONDS), past which a
     document not yet answered gets an error instead of holding the request."""

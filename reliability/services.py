@@ -116,16 +116,23 @@ def run_start(
             preset=chosen.name,
             config={
                 "preset": chosen.__dict__,
-                "gemini_model": settings.GEMINI_MODEL,
+                **_model_config(),
                 "llm_cache": not fresh,
             },
-            classifier="gemini" if llm.configured(settings) else "offline",
+            classifier=llm.provider(settings) if llm.configured(settings) else "offline",
             created_by=user if user is not None and user.is_authenticated else None,
             retry_at=timezone.now(),
         )
         jobs.submit(RUN, [run.pk])
     logger.info("run created id=%s document=%s preset=%s", run.pk, document.pk, chosen.name)
     return run
+
+
+def _model_config() -> dict[str, str]:
+    """The configured language model, recorded in a run's config (Gemini runs as before)."""
+    if llm.provider(settings) == "gemini":
+        return {"gemini_model": settings.GEMINI_MODEL}
+    return {"llm_provider": llm.provider(settings), "llm_model": llm.model_name(settings)}
 
 
 class RunSuperseded(Exception):

@@ -89,6 +89,7 @@ def decision_words(decision: Any) -> str:
 CLASSIFIERS = {
     "offline": "the built-in rules classifier",
     "gemini": "the Gemini language model",
+    "openai": "the language model (an OpenAI-compatible server)",
     "trained": "the classifier trained on your decisions",
 }
 

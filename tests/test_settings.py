@@ -97,6 +97,22 @@ def test_the_run_deadline_must_fit_between_a_call_timeout_and_the_job_timeout():
     assert "LLM_DAILY_BUDGET_USD needs a price for unknown-model" in budget.stderr
 
 
+def test_the_openai_provider_needs_a_model_and_a_price_under_a_budget():
+    no_model = run_manage("check", env={"LLM_PROVIDER": "openai", "OPENAI_MODEL": ""})
+    assert "LLM_PROVIDER=openai needs OPENAI_MODEL" in no_model.stderr
+    unknown = run_manage("check", env={"LLM_PROVIDER": "ollama"})
+    assert "LLM_PROVIDER must be gemini or openai." in unknown.stderr
+    fmt = run_manage("check", env={"OPENAI_RESPONSE_FORMAT": "text"})
+    assert "OPENAI_RESPONSE_FORMAT must be json_schema or json_object." in fmt.stderr
+    local = {"LLM_PROVIDER": "openai", "OPENAI_MODEL": "qwen2.5:7b", "LLM_DAILY_BUDGET_USD": "5"}
+    unpriced = run_manage("check", env=local)
+    assert "LLM_DAILY_BUDGET_USD needs a price for qwen2.5:7b" in unpriced.stderr
+    free = run_manage(
+        "check", env={**local, "LLM_PRICES": '{"qwen2.5:7b": {"input": 0, "output": 0}}'}
+    )
+    assert free.returncode == 0, free.stderr
+
+
 def test_a_job_heartbeat_must_beat_at_least_twice_before_it_goes_stale():
     stale = run_manage("check", env={"JOB_HEARTBEAT_SECONDS": "30", "JOB_STALE_SECONDS": "45"})
     assert stale.returncode != 0

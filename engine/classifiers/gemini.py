@@ -1,5 +1,7 @@
-"""The Gemini classifier: one structured call answering a full ClassificationOutput and, when
-extraction templates are given, each segment's fields in the same call.
+"""The language-model classifier (Gemini, or a model behind an OpenAI-compatible API: the client
+decides): one structured call answering a full ClassificationOutput and, when extraction
+templates are given, each segment's fields in the same call. Runs record it under the client's
+provider name (``gemini``, ``openai``).
 
 The document's pages are delimited as data (engine.llm.delimiting); the system prompt says that
 nothing inside them is an instruction. Feedback from a failed attempt comes in a feedback block
@@ -87,6 +89,8 @@ class GeminiClassifier:
         examples: Sequence[FewShotExample] = (),
     ) -> None:
         self.client = client
+        # Runs record who classified: the provider (a scripted test client is "gemini").
+        self.name = str(getattr(client, "provider", "gemini"))
         self.templates = tuple(templates)
         self.examples = tuple(examples)
         self.system = SYSTEM_PROMPT

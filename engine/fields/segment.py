@@ -116,7 +116,7 @@ def extract_segment(
         template_version=next(
             (p.version for p in packs.values() if p.template(template.doc_type)), ""
         ),
-        extractor="gemini" if client is not None else "offline",
+        extractor=str(getattr(client, "provider", "gemini")) if client is not None else "offline",
         first_score=result.iterations[0].evaluation.overall,
         final_score=result.final_score,
         met_threshold=result.met_threshold,

@@ -1,15 +1,20 @@
-"""The LLM layer: the Gemini client (transport, generate, accounting) and the evaluation
-operations every LLM client offers. Only ``engine.llm.client`` imports google.genai."""
+"""The LLM layer: the clients (transport, generate, accounting; Gemini, and an OpenAI-compatible
+API in engine.llm.openai_client) and the evaluation operations every LLM client offers. Only
+``engine.llm.client`` imports google.genai, only ``engine.llm.openai_client`` imports openai."""
 
 from engine.llm.client import (
     CONFIDENCE_RUBRIC,
     CallRecord,
     GeminiClient,
+    LLMClientBase,
     Price,
     ResponseCache,
     client_from_settings,
     configured,
+    model_name,
+    not_configured_reason,
     prompt_version,
+    provider,
     uses_vertex,
 )
 from engine.llm.errors import (
@@ -32,6 +37,7 @@ __all__ = [
     "EvaluationOperations",
     "GeminiClient",
     "LLMBlocked",
+    "LLMClientBase",
     "LLMError",
     "LLMNoAnswer",
     "LLMRefused",
@@ -46,7 +52,10 @@ __all__ = [
     "Throttle",
     "client_from_settings",
     "configured",
+    "model_name",
+    "not_configured_reason",
     "prompt_version",
+    "provider",
     "run_concurrently",
     "uses_vertex",
 ]

@@ -1,5 +1,8 @@
-"""The Gemini client: transport, structured generation and call accounting. The only module
-that imports google.genai.
+"""The language-model clients: transport, structured generation and call accounting, shared by
+every provider (``LLMClientBase``), and the Gemini client, the only module that imports
+google.genai. The OpenAI-compatible client (vLLM, Ollama, llama.cpp's server, Azure OpenAI) is
+in engine.llm.openai_client; both differ only in how one request is sent, how its answer is
+read and how a failure is classified.
 
 Three retry layers with separate budgets (see CONVENTIONS.md): transport errors (429, 5xx,
 timeouts, connection errors) retry here with exponential backoff and jitter, honouring the
@@ -146,25 +149,63 @@ class _Progress:
     tokens_thinking: int = 0
 
 
-class GeminiClient(EvaluationOperations):
-    """Gemini through google-genai with structured output (response_schema = a pydantic model).
+@dataclass(frozen=True)
+class Answer:
+    """One response, as every provider's is read: the answer's text, the tokens it used and,
+    when it is not a usable answer, why (``problem``: (reason, message); reason TRUNCATED for
+    an answer cut off at the output limit, one of EMPTY_ANSWER for none, any other a block)."""
 
-    API-key mode by default; Vertex AI mode with ``vertexai=True`` and project/location.
-    ``base_url`` points the real client at a proxy or, in tests, at a local stub server.
+    text: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0  # the answer's tokens, thinking not included
+    tokens_thinking: int = 0
+    problem: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A request that raised, as every provider's is classified. ``code`` is the HTTP status
+    (None: no answer at all); ``transient`` says whether trying again may help (429, 5xx,
+    timeouts, dropped connections); ``hint`` is the wait the server asked for, in seconds."""
+
+    kind: str  # "HTTP 503", or the exception's name (ReadTimeout)
+    code: int | None = None
+    status: str = ""  # the server's name for the status (UNAVAILABLE), in short descriptions
+    message: str = ""
+    hint: float | None = None
+    transient: bool = False
+
+    def describe(self, tries: int, *, brief: bool = False) -> str:
+        if brief:
+            return f"{self.kind}{f' {self.status}' if self.status and self.code else ''}"
+        return f"{self.kind} after {tries} attempt(s)"
+
+    def refusal(self, tries: int) -> str:
+        meaning = PERMANENT_MEANING.get(self.code or 0, "the request was refused")
+        message = self.message.strip()
+        return f"HTTP {self.code} after {tries} attempt(s): {meaning}" + (
+            f" ({message[:200]})" if message else ""
+        )
+
+
+class LLMClientBase(EvaluationOperations):
+    """Structured generation over one provider's API, with what every provider shares: the
+    transport retries (backoff with jitter, the server's retry hints, the shared throttle and
+    circuit, the run's deadline), the response cache, the accounting, and the answers asked
+    again (empty once, cut off once with twice the limit, schema-invalid once with the error).
+
+    A provider subclass gives ``provider`` (the name runs record) and four methods: ``_request``
+    (send one request), ``_answer`` (read its response), ``_failure`` (classify what it
+    raised) and ``_key_settings`` (the generation settings in the cache key).
     ``deadline`` (a ``time.monotonic()`` value) bounds every try and wait of the run using it.
     """
 
-    name = "gemini"
+    provider = "llm"
 
     def __init__(
         self,
         *,
         model: str,
-        api_key: str | None = None,
-        vertexai: bool = False,
-        project: str | None = None,
-        location: str | None = None,
-        base_url: str | None = None,
         timeout_seconds: float = 60.0,
         max_transport_retries: int = 4,
         backoff_base_seconds: float = 1.0,
@@ -178,17 +219,6 @@ class GeminiClient(EvaluationOperations):
         deadline: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        from google.genai import types
-
-        self._client = _genai_client(
-            api_key=api_key,
-            vertexai=vertexai,
-            project=project,
-            location=location,
-            base_url=base_url,
-            timeout_ms=int(timeout_seconds * 1000),
-        )
-        self._types = types
         self.model = model
         self.timeout_seconds = timeout_seconds
         self.max_transport_retries = max_transport_retries
@@ -205,6 +235,30 @@ class GeminiClient(EvaluationOperations):
         self._lock = threading.Lock()
         self._local = threading.local()
         self.calls: list[CallRecord] = []
+
+    # -- the provider's part ------------------------------------------------------------------
+
+    def _request(
+        self,
+        *,
+        prompt: str,
+        schema: type[BaseModel],
+        system: str,
+        timeout: float,
+        max_output_tokens: int,
+    ) -> Any:
+        """Send one request; return the provider's response (read by ``_answer``)."""
+        raise NotImplementedError
+
+    def _answer(self, response: Any) -> Answer:
+        raise NotImplementedError
+
+    def _failure(self, exc: Exception) -> Failure:
+        raise NotImplementedError
+
+    def _key_settings(self) -> list[Any]:
+        """The generation settings that change an answer, for the cache key."""
+        raise NotImplementedError
 
     # -- accounting ---------------------------------------------------------------------------
 
@@ -274,23 +328,6 @@ class GeminiClient(EvaluationOperations):
 
     # -- transport ----------------------------------------------------------------------------
 
-    def _config(
-        self, *, system: str, schema: type[BaseModel], timeout: float, max_output_tokens: int
-    ) -> Any:
-        types = self._types
-        options: dict[str, Any] = dict(
-            system_instruction=system,
-            response_mime_type="application/json",
-            response_schema=copy.deepcopy(_schema_json(schema)),  # the SDK edits it in place
-            temperature=0.0,
-            max_output_tokens=max_output_tokens,
-            http_options=types.HttpOptions(timeout=max(1, int(timeout * 1000))),
-            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
-        )
-        if self.thinking_budget is not None:
-            options["thinking_config"] = types.ThinkingConfig(thinking_budget=self.thinking_budget)
-        return types.GenerateContentConfig(**options)
-
     def _send(
         self,
         *,
@@ -300,8 +337,6 @@ class GeminiClient(EvaluationOperations):
         progress: _Progress,
         max_output_tokens: int,
     ) -> Any:
-        from google.genai import errors
-
         failures = 0
         while True:
             self._await_turn()
@@ -316,26 +351,24 @@ class GeminiClient(EvaluationOperations):
                 timeout = min(timeout, left)
             progress.tries += 1
             try:
-                response = self._client.models.generate_content(
-                    model=self.model,
-                    contents=prompt,
-                    config=self._config(
-                        system=system,
-                        schema=schema,
-                        timeout=timeout,
-                        max_output_tokens=max_output_tokens,
-                    ),
+                response = self._request(
+                    prompt=prompt,
+                    schema=schema,
+                    system=system,
+                    timeout=timeout,
+                    max_output_tokens=max_output_tokens,
                 )
             except Exception as exc:
-                code = exc.code if isinstance(exc, errors.APIError) else None
+                failure = self._failure(exc)
+                code = failure.code
                 if code is not None and code not in RETRYABLE_STATUS:
-                    raise LLMRefused(_refusal(exc, progress.tries), code=code) from exc
-                if code is None and not _is_transport_failure(exc):
-                    raise LLMTransportError(_describe(exc, progress.tries)) from exc
+                    raise LLMRefused(failure.refusal(progress.tries), code=code) from exc
+                if not failure.transient:
+                    raise LLMTransportError(failure.describe(progress.tries)) from exc
                 failures += 1
-                hint = retry_hint(exc)
+                hint = failure.hint
                 if code in OVERLOAD_STATUS and hint is not None:
-                    self.throttle.pause(hint, _describe(exc, progress.tries, brief=True))
+                    self.throttle.pause(hint, failure.describe(progress.tries, brief=True))
                 else:
                     self.throttle.failure()
                 delay = max(self._backoff(failures - 1), hint or 0.0)
@@ -348,13 +381,13 @@ class GeminiClient(EvaluationOperations):
                     stop = "no time left in this run for another try"
                 if stop:
                     raise LLMUnavailable(
-                        f"{_describe(exc, progress.tries)}; {stop}",
+                        f"{failure.describe(progress.tries)}; {stop}",
                         retry_at=self._now() + delay,
                         hinted=hint is not None,
                     ) from exc
                 logger.warning(
                     "LLM transport error (%s); retry %s in %.1fs",
-                    _describe(exc, progress.tries, brief=True),
+                    failure.describe(progress.tries, brief=True),
                     failures,
                     delay,
                 )
@@ -368,7 +401,7 @@ class GeminiClient(EvaluationOperations):
     def _cache_key(self, *, system: str, prompt: str, schema: type[BaseModel]) -> str:
         shape = _schema_shape(schema)
         payload = json.dumps(
-            [self.model, system, prompt, shape, self.thinking_budget, 0.0], ensure_ascii=False
+            [self.model, system, prompt, shape, *self._key_settings()], ensure_ascii=False
         )
         return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -451,11 +484,11 @@ class GeminiClient(EvaluationOperations):
                     progress=progress,
                     max_output_tokens=limit,
                 )
-                usage = getattr(response, "usage_metadata", None)
-                progress.tokens_in += getattr(usage, "prompt_token_count", 0) or 0
-                progress.tokens_out += getattr(usage, "candidates_token_count", 0) or 0
-                progress.tokens_thinking += getattr(usage, "thoughts_token_count", 0) or 0
-                problem = blocked_reason(response)
+                answer = self._answer(response)
+                progress.tokens_in += answer.tokens_in
+                progress.tokens_out += answer.tokens_out
+                progress.tokens_thinking += answer.tokens_thinking
+                problem = answer.problem
                 if problem is not None:
                     reason, message = problem
                     if reason == TRUNCATED:
@@ -477,7 +510,7 @@ class GeminiClient(EvaluationOperations):
                     raise LLMBlocked(
                         f"the language model blocked the request: {message}", reason=reason
                     )
-                text = response.text or ""
+                text = answer.text
                 try:
                     result = schema.model_validate_json(text)
                 except ValidationError as exc:
@@ -506,6 +539,107 @@ class GeminiClient(EvaluationOperations):
         except LLMError as exc:
             record(False, str(exc), _outcome(exc))
             raise
+
+
+class GeminiClient(LLMClientBase):
+    """Gemini through google-genai with structured output (response_schema = a pydantic model).
+
+    API-key mode by default; Vertex AI mode with ``vertexai=True`` and project/location.
+    ``base_url`` points the real client at a proxy or, in tests, at a local stub server.
+    ``deadline`` (a ``time.monotonic()`` value) bounds every try and wait of the run using it.
+    """
+
+    name = "gemini"
+    provider = "gemini"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str | None = None,
+        vertexai: bool = False,
+        project: str | None = None,
+        location: str | None = None,
+        base_url: str | None = None,
+        timeout_seconds: float = 60.0,
+        **options: Any,
+    ) -> None:
+        from google.genai import types
+
+        self._client = _genai_client(
+            api_key=api_key,
+            vertexai=vertexai,
+            project=project,
+            location=location,
+            base_url=base_url,
+            timeout_ms=int(timeout_seconds * 1000),
+        )
+        self._types = types
+        super().__init__(model=model, timeout_seconds=timeout_seconds, **options)
+
+    def _config(
+        self, *, system: str, schema: type[BaseModel], timeout: float, max_output_tokens: int
+    ) -> Any:
+        types = self._types
+        options: dict[str, Any] = dict(
+            system_instruction=system,
+            response_mime_type="application/json",
+            response_schema=copy.deepcopy(_schema_json(schema)),  # the SDK edits it in place
+            temperature=0.0,
+            max_output_tokens=max_output_tokens,
+            http_options=types.HttpOptions(timeout=max(1, int(timeout * 1000))),
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        )
+        if self.thinking_budget is not None:
+            options["thinking_config"] = types.ThinkingConfig(thinking_budget=self.thinking_budget)
+        return types.GenerateContentConfig(**options)
+
+    def _request(
+        self,
+        *,
+        prompt: str,
+        schema: type[BaseModel],
+        system: str,
+        timeout: float,
+        max_output_tokens: int,
+    ) -> Any:
+        return self._client.models.generate_content(
+            model=self.model,
+            contents=prompt,
+            config=self._config(
+                system=system, schema=schema, timeout=timeout, max_output_tokens=max_output_tokens
+            ),
+        )
+
+    def _answer(self, response: Any) -> Answer:
+        usage = getattr(response, "usage_metadata", None)
+        problem = blocked_reason(response)
+        return Answer(
+            text=(response.text or "") if problem is None else "",
+            tokens_in=getattr(usage, "prompt_token_count", 0) or 0,
+            tokens_out=getattr(usage, "candidates_token_count", 0) or 0,
+            tokens_thinking=getattr(usage, "thoughts_token_count", 0) or 0,
+            problem=problem,
+        )
+
+    def _failure(self, exc: Exception) -> Failure:
+        from google.genai import errors
+
+        if isinstance(exc, errors.APIError):
+            return Failure(
+                kind=f"HTTP {exc.code}" if exc.code else type(exc).__name__,
+                code=exc.code,
+                status=str(exc.status or ""),
+                message=str(exc.message or ""),
+                hint=retry_hint(exc),
+                transient=exc.code in RETRYABLE_STATUS,
+            )
+        return Failure(
+            kind=type(exc).__name__, hint=retry_hint(exc), transient=_is_transport_failure(exc)
+        )
+
+    def _key_settings(self) -> list[Any]:
+        return [self.thinking_budget, 0.0]
 
 
 @lru_cache(maxsize=16)
@@ -644,47 +778,52 @@ def _brief(exc: ValidationError) -> str:
     return "\n".join(f"- {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:10])
 
 
-def _describe(exc: Exception, tries: int, *, brief: bool = False) -> str:
-    code = getattr(exc, "code", None)
-    status = getattr(exc, "status", None)
-    kind = f"HTTP {code}" if code else type(exc).__name__
-    if brief:
-        return f"{kind}{f' {status}' if status and code else ''}"
-    return f"{kind} after {tries} attempt(s)"
-
-
-def _refusal(exc: Exception, tries: int) -> str:
-    code = getattr(exc, "code", 0)
-    message = (getattr(exc, "message", "") or "").strip()
-    meaning = PERMANENT_MEANING.get(code, "the request was refused")
-    return f"HTTP {code} after {tries} attempt(s): {meaning}" + (
-        f" ({message[:200]})" if message else ""
-    )
-
-
 def uses_vertex(settings: Any) -> bool:
     return bool(settings.GOOGLE_GENAI_USE_VERTEXAI and settings.GOOGLE_CLOUD_PROJECT)
 
 
+PROVIDERS = ("gemini", "openai")
+
+
+def provider(settings: Any) -> str:
+    """The configured provider: ``gemini`` (the default) or ``openai`` (LLM_PROVIDER)."""
+    return "openai" if getattr(settings, "LLM_PROVIDER", "gemini") == "openai" else "gemini"
+
+
+def model_name(settings: Any) -> str:
+    """The configured provider's model: GEMINI_MODEL or OPENAI_MODEL."""
+    if provider(settings) == "openai":
+        return str(getattr(settings, "OPENAI_MODEL", "") or "")
+    return str(settings.GEMINI_MODEL)
+
+
+def not_configured_reason(settings: Any) -> str:
+    """What is missing for the configured provider, in words (for error messages)."""
+    if provider(settings) == "openai":
+        return "LLM_PROVIDER is openai but OPENAI_MODEL is not set"
+    return (
+        "set GEMINI_API_KEY (or the Vertex AI settings), or LLM_PROVIDER=openai with OPENAI_MODEL"
+    )
+
+
 def configured(settings: Any) -> bool:
-    """An API key or Vertex AI settings are present: Gemini is the primary classifier."""
+    """A language model is the primary classifier: with LLM_PROVIDER=openai, a model name
+    (OPENAI_MODEL; a local server needs no key); with Gemini, an API key or Vertex AI
+    settings."""
+    if provider(settings) == "openai":
+        return bool(getattr(settings, "OPENAI_MODEL", ""))
     return bool(settings.GEMINI_API_KEY) or uses_vertex(settings)
 
 
-def client_from_settings(settings: Any, **overrides: Any) -> GeminiClient | None:
-    """The configured client, or None when no key (nor Vertex settings) is configured."""
+def client_from_settings(settings: Any, **overrides: Any) -> LLMClientBase | None:
+    """The configured provider's client, or None when none is configured."""
     if not configured(settings):
         return None
-    vertex = uses_vertex(settings)
+    model = model_name(settings)
     prices = getattr(settings, "LLM_PRICES", {}) or {}
-    entry = prices.get(settings.GEMINI_MODEL)
+    entry = prices.get(model)
     options: dict[str, Any] = dict(
-        model=settings.GEMINI_MODEL,
-        api_key=settings.GEMINI_API_KEY or None,
-        vertexai=vertex,
-        project=settings.GOOGLE_CLOUD_PROJECT or None,
-        location=settings.GOOGLE_CLOUD_LOCATION,
-        base_url=settings.GEMINI_BASE_URL or None,
+        model=model,
         timeout_seconds=settings.LLM_TIMEOUT_SECONDS,
         max_transport_retries=settings.LLM_MAX_TRANSPORT_RETRIES,
         backoff_base_seconds=settings.LLM_BACKOFF_BASE_SECONDS,
@@ -692,6 +831,26 @@ def client_from_settings(settings: Any, **overrides: Any) -> GeminiClient | None
         max_concurrency=settings.LLM_MAX_CONCURRENCY,
         thinking_budget=getattr(settings, "LLM_THINKING_BUDGET", None),
         price=Price(float(entry["input"]), float(entry["output"])) if entry else None,
+    )
+    if provider(settings) == "openai":
+        from engine.llm.openai_client import OpenAIClient
+
+        options.update(
+            base_url=getattr(settings, "OPENAI_BASE_URL", "") or None,
+            api_key=getattr(settings, "OPENAI_API_KEY", "") or None,
+            response_format=getattr(settings, "OPENAI_RESPONSE_FORMAT", "json_schema"),
+            token_limit_field=getattr(
+                settings, "OPENAI_TOKEN_LIMIT_FIELD", "max_completion_tokens"
+            ),
+        )
+        options.update(overrides)
+        return OpenAIClient(**options)
+    options.update(
+        api_key=settings.GEMINI_API_KEY or None,
+        vertexai=uses_vertex(settings),
+        project=settings.GOOGLE_CLOUD_PROJECT or None,
+        location=settings.GOOGLE_CLOUD_LOCATION,
+        base_url=settings.GEMINI_BASE_URL or None,
     )
     options.update(overrides)
     return GeminiClient(**options)

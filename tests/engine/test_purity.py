@@ -51,3 +51,27 @@ def test_the_probe_would_notice_a_django_import(tmp_path):
         check=True,
     )
     assert result.stdout.strip() == "True"
+
+
+def test_each_provider_sdk_is_imported_by_one_module_of_the_llm_package():
+    """CONVENTIONS 7: google.genai only in engine/llm/client.py, openai only in
+    engine/llm/openai_client.py; everything else gets a client object."""
+    import ast
+
+    owners = {"google.genai": "engine/llm/client.py", "openai": "engine/llm/openai_client.py"}
+    found: dict[str, set[str]] = {sdk: set() for sdk in owners}
+    for path in ROOT.rglob("*.py"):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative.startswith((".venv/", "tests/", "var/")) or "/site-packages/" in relative:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                for sdk in owners:
+                    if name == sdk or name.startswith(f"{sdk}."):
+                        found[sdk].add(relative)
+    assert found == {sdk: {owner} for sdk, owner in owners.items()}

@@ -42,7 +42,8 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--candidate-model",
-            help="with --llm: a Gemini model name to compare with the configured GEMINI_MODEL",
+            help="with --llm: a model name to compare with the configured one (GEMINI_MODEL or "
+            "OPENAI_MODEL)",
         )
         parser.add_argument(
             "--allow-worse", action="store_true", help="with --ground-truth: warn, do not refuse"
@@ -112,7 +113,8 @@ class Command(BaseCommand):
                 # (reliability.services.gate_classifier, docs/independence.md).
                 raise CommandError(
                     "--model evaluates a trained classifier as the offline primary; with a "
-                    "language model configured the gate is the rules. Unset GEMINI_API_KEY."
+                    "language model configured the gate is the rules. Unset GEMINI_API_KEY "
+                    "(with LLM_PROVIDER=openai: unset LLM_PROVIDER and OPENAI_MODEL)."
                 )
             primary, gate = training.roles(model)
         preset = get_preset(options["preset"])
@@ -254,17 +256,23 @@ class Command(BaseCommand):
         self._verdict(ok, options)
 
     def _llm_gate(self, options: dict[str, Any]) -> None:
-        """A Gemini prompt version or model name against the active one, on held-back ground
+        """A language-model prompt version or model name against the active one, on held-back ground
         truth that clinicians gave (auto-accepted answers are the active model's own)."""
         from engine import llm
         from reliability import llm_gate
 
+        # Messages name Gemini when it is the configured provider, as they always have.
+        gemini = llm.provider(settings) == "gemini"
         if not llm.configured(settings):
             raise CommandError(
                 "The LLM regression gate needs Gemini: set GEMINI_API_KEY (or the Vertex settings)."
+                if gemini
+                else "The LLM regression gate needs a language model: "
+                f"{llm.not_configured_reason(settings)}."
             )
+        label = "Gemini" if gemini else llm.model_name(settings)
         preset = get_preset(options["preset"])
-        candidate_model = options["candidate_model"] or settings.GEMINI_MODEL
+        candidate_model = options["candidate_model"] or llm.model_name(settings)
         _train, held = training.split(training.ground_truth_records(sme_only=True))
         if options["limit"]:
             held = held[: options["limit"]]
@@ -279,19 +287,19 @@ class Command(BaseCommand):
         compared = len(result.candidate.results)
         if not compared:
             raise CommandError(
-                f"None of the {len(held)} held-back documents has a completed Gemini run to "
+                f"None of the {len(held)} held-back documents has a completed {label} run to "
                 "compare with: give --candidate-model to run the configured model beside it."
             )
         candidate = training.figures(result.candidate.results)
         active = training.figures(result.active.results)
         ok, reasons = training.compare(candidate, active)
         how = (
-            f"the configured {settings.GEMINI_MODEL}, run now with the same prompt"
+            f"the configured {llm.model_name(settings)}, run now with the same prompt"
             if result.mode == "live"
             else "as recorded on the documents' latest runs"
         )
         left_out = (
-            f" ({result.skipped} without a recorded Gemini answer left out)"
+            f" ({result.skipped} without a recorded {label} answer left out)"
             if result.skipped
             else ""
         )
