@@ -215,6 +215,7 @@ def test_concurrent_requests_for_a_page_draw_it_once(monkeypatch):
     assert {image.name.rsplit("/", 1)[1] for image in images} == {"1-150.png", "1-18.png"}
 
 
+@pytest.mark.postgres  # threads writing one row at once: see above
 def test_requests_during_the_render_job_wait_for_its_drawing_of_their_page(monkeypatch):
     document = stored()
     ImageRender.objects.create(document=document)
