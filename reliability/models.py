@@ -22,7 +22,23 @@ FINAL_DECISIONS = [
 SEVERITIES = [(s.value, s.value.title()) for s in Severity]
 
 
-class Run(models.Model):
+class LLMSpend(models.Model):
+    """What language-model calls cost: calls made, HTTP requests (tries), answers from the
+    cache, tokens in, out and thinking, dollars. Runs and evaluations both spend."""
+
+    llm_calls = models.PositiveIntegerField(default=0)
+    llm_requests = models.PositiveIntegerField(default=0)
+    llm_cache_hits = models.PositiveIntegerField(default=0)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    tokens_thinking = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+
+    class Meta:
+        abstract = True
+
+
+class Run(LLMSpend):
     QUEUE_UNREACHABLE = jobs.QUEUE_UNREACHABLE  # error_code: the run never reached a worker
 
     class ErrorCode(models.TextChoices):
@@ -60,15 +76,8 @@ class Run(models.Model):
     attempts_count = models.PositiveIntegerField(default=0)
     best_attempt_number = models.PositiveIntegerField(null=True, blank=True)
     stopped_reason = models.CharField(max_length=200, blank=True)
-    # LLM accounting, summed over every execution of the run (a run that waited and resumed
-    # keeps what it spent before): calls made, HTTP requests (tries), answers from the cache.
-    llm_calls = models.PositiveIntegerField(default=0)
-    llm_requests = models.PositiveIntegerField(default=0)
-    llm_cache_hits = models.PositiveIntegerField(default=0)
-    tokens_in = models.PositiveIntegerField(default=0)
-    tokens_out = models.PositiveIntegerField(default=0)
-    tokens_thinking = models.PositiveIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    # LLM accounting (LLMSpend's fields too), summed over every execution of the run (a run
+    # that waited and resumed keeps what it spent before).
     llm_seconds = models.FloatField(default=0.0)
     llm_log = models.JSONField(default=list, blank=True)  # per call: operation, tokens, latency
     # The independent gate's view: second classifier, its type, agreement, confirmation.
@@ -149,7 +158,7 @@ class LLMResponse(models.Model):
         return f"{self.operation} {self.prompt_version} ({self.created_at:%Y-%m-%d})"
 
 
-class Evaluation(models.Model):
+class Evaluation(LLMSpend):
     """One POST /api/v1/evaluate/ request: who asked, what, and what it cost. Its spend counts
     against the daily budget beside the runs' (reliability.llm_runtime.spent_today)."""
 
@@ -160,13 +169,6 @@ class Evaluation(models.Model):
     documents = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)  # documents answered with an error
     model = models.CharField(max_length=64, blank=True)
-    llm_calls = models.PositiveIntegerField(default=0)
-    llm_requests = models.PositiveIntegerField(default=0)
-    llm_cache_hits = models.PositiveIntegerField(default=0)
-    tokens_in = models.PositiveIntegerField(default=0)
-    tokens_out = models.PositiveIntegerField(default=0)
-    tokens_thinking = models.PositiveIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     seconds = models.FloatField(default=0.0)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
