@@ -146,6 +146,13 @@ class Page(models.Model):
     boxes = models.JSONField(default=list, blank=True)
     width = models.FloatField(null=True, blank=True)  # PDF points; None for text files
     height = models.FloatField(null=True, blank=True)
+    # Text on the page that a reader cannot see (documents.hidden), left out of ``text``,
+    # paragraphs and boxes, so out of classification and evidence: one entry per way it was
+    # hidden, [{"kind": "render_mode", "words": 41, "boxes": [[x0, top, x1, bottom], ...]}]
+    # with boxes in fractions of the page; and that text, kept for an auditor (admin only:
+    # never shown to a model, a reviewer's page, an export or a log).
+    hidden = models.JSONField(default=list, blank=True)
+    hidden_text = models.TextField(blank=True, default="")
     # Why the page could not be drawn as an image ("" while nothing failed). Remembered, so
     # that a page that fails is not drawn again on every request (documents.services.page_image).
     image_error = models.CharField(
