@@ -46,15 +46,8 @@ BACKGROUND = "background"
 UNDER_IMAGE = "under_image"
 DISAGREES = "disagrees"
 
-# What each kind is, in the words of an issue ("... a reader cannot see (…)").
-KIND_WORDS = {
-    RENDER_MODE: "invisible text render mode",
-    OUTSIDE_CROP: "outside the visible page",
-    TINY: "too small to read",
-    BACKGROUND: "in the colour of the background",
-    UNDER_IMAGE: "covered by an image or a shape",
-    DISAGREES: "a scan's text layer that the scan does not show",
-}
+# The kind codes are the contract with the engine, which words them for people
+# (engine.document.HIDDEN_KINDS).
 
 # Smaller than this (points, the glyph's em height or width) no reader makes a glyph out:
 # 1.5 pt is about half a millimetre, a third of the smallest print a form uses (4-6 pt).

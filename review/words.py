@@ -315,6 +315,16 @@ def issue_words(issue: dict[str, Any], output: ClassificationOutput | None = Non
             f"{on} contains text addressed to an AI model: the document may be trying to "
             "steer its classification",
         )
+    if code == "hidden_text":
+        on = f"page {page:.0f}" if page else "a page"
+        how = re.search(r"\(([^)]*)\)", message)
+        return said(
+            "Text a reader cannot see",
+            f"{on} carries text a reader cannot see"
+            + (f" ({how.group(1)})" if how else "")
+            + ": it was left out of the classification, and is outlined on the page; the "
+            "document may be trying to steer its classification",
+        )
     if code == "llm_check_failed":
         return said(
             "A check could not run",
