@@ -501,9 +501,9 @@ def confirmed_lines(
 def summary(
     hidden: Sequence[tuple[Char, str]], geometry: PageGeometry
 ) -> tuple[list[dict[str, Any]], str]:
-    """The record of a page's hidden characters: one entry per kind (its code, how many words,
-    their boxes in fractions of the page), and their text (for an auditor; never classified,
-    never logged)."""
+    """The record of a page's hidden characters: one entry per kind (its code, how many words
+    of two letters or digits or more, the boxes of every word in fractions of the page), and
+    their text (for an auditor; never classified, never logged)."""
     by_kind: dict[str, list[Char]] = {}
     for ch, kind in hidden:
         by_kind.setdefault(kind, []).append(ch)
@@ -526,7 +526,10 @@ def summary(
             ]
             for word in words
         ]
-        record.append({"kind": kind, "words": len(words), "boxes": boxes[:_MAX_BOXES]})
+        # A word is two letters or digits or more: a lone glyph (a checkbox drawn as a
+        # letter of a symbol font, a period under a logo) is boxed but not counted.
+        counted = sum(1 for word in words if sum(c.isalnum() for ch in word for c in ch.text) >= 2)
+        record.append({"kind": kind, "words": counted, "boxes": boxes[:_MAX_BOXES]})
         texts.append(" ".join("".join(ch.text for ch in word) for word in words))
     return record, "\n".join(texts)
 

@@ -282,6 +282,7 @@ def packet_workspace(packet: ReviewPacket, output: ClassificationOutput) -> dict
                         "h": round(max(bottom - top, 0.002) * 1000, 1),
                     }
                     for h in row.hidden or []
+                    if h.get("words")  # a lone stray glyph is not outlined
                     for x0, top, x1, bottom in h.get("boxes", [])
                 ],
             }

@@ -42,9 +42,9 @@ HIDDEN_TEXT = "hidden_text"
 UNTRUSTED_TEXT_CODES = frozenset({INSTRUCTION_IN_TEXT, HIDDEN_TEXT})
 RULES_PATH = Path(__file__).resolve().parent.parent / "rules" / "v3_domain.json"
 LLM_PHASE = "V3 contextual check (LLM)"
-# Hidden text on a page escalates from this many words: a stray invisible character or two
-# (a checkbox's glyph in white, a word clipped out of a form field) is not a message. On the
-# dev PDFs the most a page carries is 2; stuffing is lines of five words and more.
+# Hidden text on a page escalates from this many words (of two letters or digits or more: a
+# lone glyph is not counted): a stray word or two (one clipped out of a form field) is not a
+# message. On the dev PDFs no page carries one; stuffing is lines of five words and more.
 MIN_HIDDEN_WORDS = 3
 LLM_CONTEXT_CHARS = 4000
 

@@ -201,11 +201,15 @@ def test_text_a_reader_sees_is_kept_however_it_is_drawn(draw):
     assert VISIBLE in page.text
 
 
-def test_a_stray_hidden_character_is_recorded_with_its_word_count():
-    page = read(
-        with_visible(lambda pdf: (pdf.setFillColorRGB(1, 1, 1), pdf.drawString(72, 600, "p")))
-    )
-    assert page.hidden == [{"kind": "background", "words": 1, "boxes": page.hidden[0]["boxes"]}]
+def test_stray_hidden_glyphs_are_boxed_but_not_counted_as_words():
+    # Checkbox glyphs of a symbol font, drawn in white inside their boxes: no words.
+    def boxes(pdf: Any) -> None:
+        pdf.setFillColorRGB(1, 1, 1)
+        for n, letter in enumerate("pre"):
+            pdf.drawString(72 + 40 * n, 600, letter)
+
+    page = read(with_visible(boxes))
+    assert [(h["kind"], h["words"], len(h["boxes"])) for h in page.hidden] == [("background", 0, 3)]
 
 
 @pytest.mark.parametrize("kind", HIDDEN_KINDS)
