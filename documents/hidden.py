@@ -129,11 +129,13 @@ def _hides(cover: _Cover, obj: _Object) -> bool:
 
 @dataclass(frozen=True)
 class _Drawn:
-    """A text object as drawn: its order, box and handle."""
+    """A text object as drawn: its order, box and handle; ``plain`` when it is painted, dark
+    enough to be seen on white, and at least twice TINY_POINTS (what most text is)."""
 
     order: tuple[int, ...]
     box: Box
     handle: Any
+    plain: bool = False
 
 
 def _to_top_left(page: pdfium.PdfPage, geometry: PageGeometry) -> Matrix:
@@ -177,6 +179,7 @@ def _walk(
     matrix = pdfium_c.FS_MATRIX()
     fill_mode, stroke = ctypes.c_int(), ctypes.c_int()
     r, g, b, a = (ctypes.c_uint() for _ in range(4))
+    buffers = (r, g, b, a, ctypes.c_float(), pdfium_c.FS_MATRIX())
     for index in range(count):
         obj = (
             pdfium_c.FPDFPage_GetObject(page_raw, index)
@@ -191,7 +194,9 @@ def _walk(
             box = (0.0, 0.0, 0.0, 0.0)
             if pdfium_c.FPDFPageObj_GetBounds(obj, left, bottom, right, top):
                 box = _box_of(left.value, bottom.value, right.value, top.value, outer)
-            texts[ctypes.addressof(obj.contents)] = _Drawn(order=order, box=box, handle=obj)
+            texts[ctypes.addressof(obj.contents)] = _Drawn(
+                order=order, box=box, handle=obj, plain=_plain(obj, outer, buffers)
+            )
             continue
         if kind == pdfium_c.FPDF_PAGEOBJ_FORM:
             if pdfium_c.FPDFPageObj_GetMatrix(obj, matrix):
@@ -211,6 +216,33 @@ def _walk(
         if pdfium_c.FPDFPageObj_GetBounds(obj, left, bottom, right, top):
             box = _box_of(left.value, bottom.value, right.value, top.value, outer)
             covers.append(_Cover(box=box, order=order, colour=colour))
+
+
+def _plain(obj: Any, outer: Matrix, buffers: tuple[Any, ...]) -> bool:
+    """Whether a text object is painted (not render mode 3 or 7), in a colour that shows on
+    white, at twice TINY_POINTS or more: the quick look that spares most pages the look at
+    each character. Any doubt is not plain."""
+    mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj)
+    if mode in _INVISIBLE_MODES:
+        return False
+    r, g, b, a, size, matrix = buffers
+    paint = (
+        pdfium_c.FPDFPageObj_GetStrokeColor
+        if mode in _STROKE_ONLY_MODES
+        else pdfium_c.FPDFPageObj_GetFillColor
+    )
+    if not paint(obj, r, g, b, a) or contrast((r.value, g.value, b.value, a.value), WHITE) < (
+        2 * MIN_CONTRAST
+    ):
+        return False
+    if not pdfium_c.FPDFTextObj_GetFontSize(obj, size) or not pdfium_c.FPDFPageObj_GetMatrix(
+        obj, matrix
+    ):
+        return False
+    ma, mb, mc, md, _e, _f = _compose(
+        (matrix.a, matrix.b, matrix.c, matrix.d, matrix.e, matrix.f), outer
+    )
+    return size.value * min(math.hypot(ma, mb), math.hypot(mc, md)) >= 2 * TINY_POINTS
 
 
 def _object_of(
@@ -327,6 +359,16 @@ def find_hidden(
     texts, covers = _objects(page, to_page)
     crop = crop_box(page, geometry)
     grid = _Grid(covers)
+    if all(
+        drawn.plain
+        and crop[0] - 1 <= drawn.box[0]
+        and drawn.box[2] <= crop[2] + 1
+        and crop[1] - 1 <= drawn.box[1]
+        and drawn.box[3] <= crop[3] + 1
+        and not any(_overlaps(drawn.box, c.box) for c in grid.near(drawn.box))
+        for drawn in texts.values()
+    ):
+        return found  # every text object is seen whole: nothing to look at character by character
     # Within a point of the crop box is on the page.
     crop_x0, crop_top, crop_x1, crop_bottom = crop[0] - 1, crop[1] - 1, crop[2] + 1, crop[3] + 1
     objects: dict[int, _Object] = {}  # by the text object's address

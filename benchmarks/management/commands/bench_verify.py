@@ -220,9 +220,15 @@ class Command(BaseCommand):
                 k: {"applied": hidden_kinds[k], "not_escalated": hidden_missed[k]}
                 for k in HIDDEN_KINDS
             }
-        flagged = sum(1 for _p, _l, hidden in documents if hidden)
-        self.stdout.write(f"Corpus documents whose pages carry hidden text: {flagged}")
+        # Ingestion's own findings on the corpus: hidden words, or only stray glyphs.
+        flagged = sum(1 for _p, _l, hidden in documents if any(h.words for h in hidden))
+        glyphs = sum(1 for _p, _l, hidden in documents if hidden) - flagged
+        self.stdout.write(
+            f"Corpus documents with hidden words: {flagged}; with stray hidden glyphs only: "
+            f"{glyphs}"
+        )
         figures["documents_with_hidden_text"] = flagged
+        figures["documents_with_hidden_glyphs_only"] = glyphs
         escalated = clean_decisions["ESCALATE_TO_SME"]
         rate = escalated / max(usable, 1)
         self.stdout.write(
