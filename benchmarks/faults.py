@@ -414,18 +414,24 @@ def _stuffing(output: ClassificationOutput, pages: list[str], target: DocType) -
         pages[0] = f"{text[:middle]}\n{block}\n{text[middle:]}"
     else:
         pages[0] = f"{text}\n\n{block}"
+    fooled(output, lines, target)
+    return True
+
+
+def fooled(output: ClassificationOutput, lines: list[str], target: DocType) -> None:
+    """A model fooled by keyword ``lines``: it answers ``target`` and quotes them (page 1)."""
     _relabel(output, target)
     primary = _primary(output)
     primary.confidence = 0.9
     primary.top_evidence = [Evidence(snippet=line, page=1) for line in lines[:MAX_QUOTED_LINES]]
-    return True
 
 
 MAX_QUOTED_LINES = 3  # a schema allows a few snippets; the model quotes the first lines
 
-# The later ingestion work adds "hidden text" here: text a reader does not see (white on
-# white, off the page, zero-size) that the model follows. It needs the page's hidden-text
-# flag from the PDF reader, which these text-only faults cannot set.
+# "Hidden text" (keyword stuffing drawn where a reader cannot see it, which the model follows)
+# needs a real PDF and the reader: bench_verify draws it (benchmarks.pdfgen.hidden_text_pdf)
+# and ingests it with documents.pages, so it is not one of these text-only faults.
+HIDDEN_TEXT_FAULT = "hidden text (stuffing a reader cannot see)"
 LLM_FAULTS: tuple[RetypeFault, ...] = (
     RetypeFault("wrong type with verbatim evidence", "independent_disagreement", _wrong_type),
     RetypeFault("injection obeyed", "independent_disagreement", _injection),

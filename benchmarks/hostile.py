@@ -235,3 +235,111 @@ def hostile_set(*, scale: float = 1.0) -> list[HostileFile]:
             "500,000 characters on one page",
         ),
     ]
+
+
+# -- malformed structures (issue 25, finding 9) ------------------------------------------------
+#
+# Files a reader must refuse, not crash on: page trees that loop, kids that point back at an
+# ancestor, dictionaries without their /Type, counts that lie, cross-reference tables that point
+# nowhere, files cut short. Each keeps "%PDF-" and "%%EOF" so that only a parser sees the fault.
+
+_CATALOG = b"<< /Type /Catalog /Pages 2 0 R >>"
+_PAGE = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>"
+
+
+def _content() -> bytes:
+    return _stream(_text_content(["PATHOLOGY REPORT", "Specimen: core biopsy, benign."]))
+
+
+def malformed_set(*, seed: int = 25, mutations: int = 12) -> dict[str, bytes]:
+    """Malformed PDFs by name, and ``mutations`` byte-level corruptions of a valid one
+    (seeded: the same files on every run)."""
+    import random
+
+    content = _content()
+    font = b"<< /Font << /F1 " + _FONT + b" >> >>"
+    page = _PAGE[:-3] + b" /Resources " + font + b" >>"
+    files = {
+        "pages_kids_itself": raw_pdf([_CATALOG, b"<< /Type /Pages /Kids [2 0 R] /Count 1 >>"]),
+        "kids_point_at_ancestor": raw_pdf(
+            [
+                _CATALOG,
+                b"<< /Type /Pages /Kids [3 0 R] /Count 2 >>",
+                b"<< /Type /Pages /Parent 2 0 R /Kids [2 0 R 4 0 R] /Count 2 >>",
+                b"<< /Type /Page /Parent 3 0 R /MediaBox [0 0 612 792] >>",
+            ]
+        ),
+        "page_with_kids_loop": raw_pdf(
+            [
+                _CATALOG,
+                b"<< /Type /Pages /Kids [3 0 R 3 0 R] /Count 2 >>",
+                b"<< /Type /Page /Parent 2 0 R /Kids [2 0 R] /MediaBox [0 0 612 792] >>",
+            ]
+        ),
+        "missing_type": raw_pdf(
+            [
+                b"<< /Pages 2 0 R >>",
+                b"<< /Kids [3 0 R] /Count 1 >>",
+                b"<< /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+                content,
+            ]
+        ),
+        "count_too_large": raw_pdf(
+            [_CATALOG, b"<< /Type /Pages /Kids [3 0 R] /Count 7 >>", page, content]
+        ),
+        "count_huge": raw_pdf(
+            [_CATALOG, b"<< /Type /Pages /Kids [3 0 R] /Count 2147483647 >>", page, content]
+        ),
+        "count_negative": raw_pdf(
+            [_CATALOG, b"<< /Type /Pages /Kids [3 0 R] /Count -3 >>", page, content]
+        ),
+        "kids_not_an_array": raw_pdf(
+            [_CATALOG, b"<< /Type /Pages /Kids 3 0 R /Count 1 >>", page, content]
+        ),
+        "kids_null": raw_pdf([_CATALOG, b"<< /Type /Pages /Kids [null 9 0 R] /Count 2 >>"]),
+        "parent_loop": raw_pdf(
+            [
+                _CATALOG,
+                b"<< /Type /Pages /Parent 2 0 R /Kids [3 0 R] /Count 1 >>",
+                page,
+                content,
+            ]
+        ),
+        "root_not_a_dictionary": raw_pdf([b"[1 0 R]", b"<< /Type /Pages /Kids [] /Count 0 >>"]),
+        "media_box_not_numbers": raw_pdf(
+            [
+                _CATALOG,
+                b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+                b"<< /Type /Page /Parent 2 0 R /MediaBox [a b (c) 1 0 R] /Contents 4 0 R >>",
+                content,
+            ]
+        ),
+        "resources_loop": raw_pdf(
+            [
+                _CATALOG,
+                b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+                b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+                b"/Resources 5 0 R >>",
+                content,
+                b"<< /Font 5 0 R /XObject << /X1 5 0 R >> >>",
+            ]
+        ),
+    }
+    valid = raw_pdf([_CATALOG, b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>", page, content])
+    xref = valid.rindex(b"xref")
+    files["xref_offsets_wrong"] = valid[:xref] + valid[xref:].replace(b" 00000 n", b"9 00000 n")
+    files["startxref_past_the_end"] = valid.replace(
+        b"startxref\n%d" % xref, b"startxref\n%d" % (len(valid) * 10)
+    )
+    files["xref_missing"] = valid[:xref] + b"startxref\n%d\n%%%%EOF\n" % xref
+    files["body_cut_short"] = valid[: len(valid) // 2] + b"\n%%EOF\n"
+    files["stream_length_lies"] = valid.replace(b"<< /Length ", b"<< /Length 9", 1)
+    rng = random.Random(seed)
+    for number in range(mutations):
+        body = bytearray(valid)
+        for _ in range(rng.randint(1, 12)):
+            # Anywhere between the header and the end-of-file marker.
+            at = rng.randrange(9, len(body) - 8)
+            body[at] = rng.choice(b"0123456789 /<>[]()RobjendstreamKidsPages\x00\xff")
+        files[f"mutated_{number}"] = bytes(body)
+    return files

@@ -227,3 +227,68 @@ def form_1099_paragraphs(
         box("4 Federal income tax withheld", money(withheld) if withheld is not None else ""),
         "Copy B For Recipient. Department of the Treasury - Internal Revenue Service",
     ]
+
+
+# -- text a reader cannot see (issue 25, finding 2) ------------------------------------------------
+
+HIDDEN_KINDS = ("render_mode", "background", "outside_crop", "tiny", "under_image")
+
+
+def hidden_text_pdf(pages: Sequence[str], hidden: Sequence[str], *, kind: str) -> bytes:
+    """A PDF of ``pages`` (text, paragraphs parted by blank lines; a page runs on to the next
+    when it is full) with the lines ``hidden`` drawn on the first page so that a reader cannot
+    see them, by ``kind``: invisible render mode, white on the white page, below the page,
+    at 1 pt, or under an image drawn over them. The visible text stops above the band where
+    the hidden lines go."""
+    from PIL import Image
+    from reportlab.lib.pagesizes import LETTER
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    if kind not in HIDDEN_KINDS:
+        raise ValueError(f"unknown kind {kind!r}")
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=LETTER, invariant=1)
+    width, height = LETTER
+    band = 36 + 9 * len(hidden)  # the first page's bottom, kept for the hidden lines
+    first = True
+
+    def draw_hidden() -> None:
+        text = pdf.beginText(72, band - 6)
+        text.setFont("Helvetica", 1 if kind == "tiny" else 8, 9)
+        if kind == "render_mode":
+            text.setTextRenderMode(3)
+        if kind == "background":
+            text.setFillColorRGB(1, 1, 1)
+        if kind == "outside_crop":
+            text.setTextOrigin(72, -40)
+        for line in hidden:
+            text.textLine(line)
+        pdf.drawText(text)
+        if kind == "under_image":
+            cover = ImageReader(Image.new("RGB", (64, 64), (255, 255, 255)))
+            pdf.drawImage(cover, 60, 20, width=width - 120, height=band - 12)
+        pdf.setFillColorRGB(0, 0, 0)
+
+    for page in pages:
+        y = height - 72
+        for paragraph in [p for p in page.split("\n\n") if p.strip()]:
+            pdf.setFont("Helvetica", 10)
+            for line in paragraph.split("\n"):
+                for wrapped in textwrap.wrap(line, 95) or [""]:
+                    if y < (band + 12 if first else 60):
+                        if first:
+                            draw_hidden()
+                            first = False
+                        pdf.showPage()
+                        pdf.setFont("Helvetica", 10)
+                        y = height - 72
+                    pdf.drawString(72, y, wrapped)
+                    y -= 13
+            y -= 8
+        if first:
+            draw_hidden()
+            first = False
+        pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()

@@ -53,4 +53,12 @@ class PageAdmin(admin.ModelAdmin):
     list_filter = ("extraction_method", "has_tables", "document__status")
     search_fields = ("document__original_filename",)
     list_select_related = ("document",)
-    readonly_fields = ("document", "number", "extraction_method", "ocr_confidence")
+    # The hidden text is shown to admins (auditors) only, and never edited.
+    readonly_fields = (
+        "document",
+        "number",
+        "extraction_method",
+        "ocr_confidence",
+        "hidden",
+        "hidden_text",
+    )

@@ -5,6 +5,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import models
+from django.db.models import JSONField, Value
 from django.utils import timezone
 
 from core import jobs
@@ -146,6 +147,14 @@ class Page(models.Model):
     boxes = models.JSONField(default=list, blank=True)
     width = models.FloatField(null=True, blank=True)  # PDF points; None for text files
     height = models.FloatField(null=True, blank=True)
+    # Text on the page that a reader cannot see (documents.hidden), left out of ``text``,
+    # paragraphs and boxes, so out of classification and evidence: one entry per way it was
+    # hidden, [{"kind": "render_mode", "words": 41, "boxes": [[x0, top, x1, bottom], ...]}]
+    # with boxes in fractions of the page; and that text, kept for an auditor (admin only:
+    # never shown to a model, a reviewer's page, an export or a log).
+    # Database defaults too: a worker still running the code before these fields can insert.
+    hidden = models.JSONField(default=list, blank=True, db_default=Value([], JSONField()))
+    hidden_text = models.TextField(blank=True, default="", db_default="")
     # Why the page could not be drawn as an image ("" while nothing failed). Remembered, so
     # that a page that fails is not drawn again on every request (documents.services.page_image).
     image_error = models.CharField(

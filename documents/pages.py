@@ -20,9 +20,11 @@ from typing import Any
 import pdfplumber
 import pypdfium2 as pdfium
 
+from documents import hidden as hidden_text
 from documents.boxes import Box, Word, align_words
 from documents.images import PDFIUM_LOCK
 from documents.pdftext import (
+    Char,
     Line,
     PageGeometry,
     Rule,
@@ -64,6 +66,10 @@ class PageContent:
     boxes: list[Box] = field(default_factory=list)  # word boxes, see documents.boxes
     width: float | None = None  # page size in PDF points; None for text files
     height: float | None = None
+    # Text a reader of the page cannot see, left out of everything above (documents.hidden):
+    # one entry per kind ({"kind", "words", "boxes"}), and that text, for an auditor only.
+    hidden: list[dict[str, Any]] = field(default_factory=list)
+    hidden_text: str = ""
     text: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -233,20 +239,91 @@ def _edge(orientation: str, rule: Rule) -> dict[str, Any]:
     }
 
 
-def _text_layer_page(page: Any, number: int, tables: _Tables) -> PageContent:
+def _text_layer_page(
+    page: Any, number: int, tables: _Tables, *, ocr: OcrEngine | None = None, dpi: int = 300
+) -> PageContent:
+    """A page read from its text layer, without the characters a reader cannot see
+    (documents.hidden). A searchable scan's invisible layer is kept where OCR of the drawn
+    page reads it too; when most of it is not read there, the page is the OCR's reading."""
     with PDFIUM_LOCK:
         textpage = page.get_textpage()
         try:
-            # While the text page is open, each character's index leads to its text object:
-            # where a check of how text is drawn (render mode, colour, size, place) belongs.
             chars = page_chars(page, textpage)
+            geometry = page_geometry(page)
+            # While the text page is open, each character's index leads to its text object.
+            found = hidden_text.find_hidden(page, textpage, chars, geometry)
         finally:
             textpage.close()
         rules = page_rules(page) if chars else []
-        geometry = page_geometry(page)
-    lines = text_lines(chars)
-    table_boxes = tables.boxes(number, rules) if lines else []
-    return layout_page(number, lines, table_boxes, geometry)
+    kinds = dict(found.hidden)
+    read: OcrResult | None = None
+    if found.scan_layer:
+        read = _read_scan_layer(page, chars, found.scan_layer, kinds, geometry, ocr=ocr, dpi=dpi)
+    visible = [ch for position, ch in enumerate(chars) if position not in kinds]
+    if read is not None:
+        content = _ocr_content(number, read, width=geometry.width, height=geometry.height)
+    else:
+        lines = text_lines(visible)
+        table_boxes = tables.boxes(number, rules) if lines else []
+        content = layout_page(number, lines, table_boxes, geometry)
+    if kinds:
+        content.hidden, content.hidden_text = hidden_text.summary(
+            [(chars[position], kind) for position, kind in sorted(kinds.items())], geometry
+        )
+    return content
+
+
+def _read_scan_layer(
+    page: Any,
+    chars: list[Char],
+    layer: list[int],
+    kinds: dict[int, str],
+    geometry: PageGeometry,
+    *,
+    ocr: OcrEngine | None,
+    dpi: int,
+) -> OcrResult | None:
+    """Compare a searchable scan's invisible layer with OCR of the drawn page: its lines that
+    OCR does not read at their place are hidden (``disagrees``, added to ``kinds``); the OCR
+    reading is returned when the layer as a whole disagrees. Without OCR on this server the
+    layer cannot be checked and is kept, as a scan without a layer would be refused."""
+    if ocr is None:
+        return None
+    with PDFIUM_LOCK:
+        image = page.render(scale=dpi / 72).to_pil()
+    result = ocr(image)
+    left, upper = geometry.bbox[0], geometry.bbox[1]
+    width, height = max(geometry.width, 1e-6), max(geometry.height, 1e-6)
+    lines: list[tuple[list[int], str, tuple[float, float, float, float]]] = []
+    for line in text_lines([chars[position] for position in layer]):
+        # The line's characters: those whose centre is in one of its words' boxes.
+        positions = [
+            position
+            for position in layer
+            if any(
+                x0 - 0.5 <= (chars[position].x0 + chars[position].x1) / 2 <= x1 + 0.5
+                and top - 0.5 <= (chars[position].top + chars[position].bottom) / 2 <= bottom + 0.5
+                for _text, x0, top, x1, bottom in line.words
+            )
+        ]
+        x1 = max((word[3] for word in line.words), default=line.x0)
+        box = (
+            (line.x0 - left) / width,
+            (line.top - upper) / height,
+            (x1 - left) / width,
+            (line.bottom - upper) / height,
+        )
+        lines.append((positions, line.text, box))
+    confirmed, share = hidden_text.confirmed_lines(lines, result.words)
+    if share < hidden_text.LAYER_AGREEMENT:
+        kinds.update((position, hidden_text.DISAGREES) for position in layer)
+        return result
+    for index, (positions, _text, _box) in enumerate(lines):
+        if index not in confirmed:
+            kinds.update(
+                (position, hidden_text.DISAGREES) for position in positions if position not in kinds
+            )
+    return None
 
 
 def layout_page(
@@ -362,10 +439,16 @@ def extract_pdf(
                 with _page_errors(index):
                     with PDFIUM_LOCK:
                         page = pdf[index - 1]
-                    content = _text_layer_page(page, index, tables)
-                    engine = _ocr_for(content, index, min_text_chars=min_text_chars, ocr=ocr)
+                    content = _text_layer_page(page, index, tables, ocr=ocr, dpi=dpi)
+                    engine = (
+                        _ocr_for(content, index, min_text_chars=min_text_chars, ocr=ocr)
+                        if content.method != OCR
+                        else None
+                    )
                     if engine is not None:
-                        content = _ocr_page(page, index, ocr=engine, dpi=dpi)
+                        read = _ocr_page(page, index, ocr=engine, dpi=dpi)
+                        read.hidden, read.hidden_text = content.hidden, content.hidden_text
+                        content = read
             finally:
                 if page is not None:
                     with PDFIUM_LOCK:

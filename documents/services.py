@@ -278,6 +278,15 @@ def pages_extract(
         )
     except SandboxFailed as failed:
         raise UnreadableDocument(_unsafe_message(failed)) from None
+    except UnreadableDocument:
+        raise
+    except Exception as exc:
+        # Anything else the parse raised in the sandbox: the file fails its own document,
+        # with a message, rather than the job crashing.
+        raise UnreadableDocument(
+            "The file could not be read: it is damaged. Upload the original file again, or "
+            "print it to a new PDF and upload that."
+        ) from exc
     return pages
 
 
@@ -341,6 +350,8 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
                     boxes=p.boxes,
                     width=p.width,
                     height=p.height,
+                    hidden=p.hidden,
+                    hidden_text=p.hidden_text,
                 )
                 for p in pages
             ]
@@ -383,10 +394,11 @@ def document_ingest(*, document: Document, ocr: Any | None = None) -> Document:
             },
         )
     logger.info(
-        "document ingested id=%s pages=%s ocr_pages=%s seconds=%s",
+        "document ingested id=%s pages=%s ocr_pages=%s hidden_text_pages=%s seconds=%s",
         document.pk,
         len(pages),
         len(ocr_pages),
+        sum(1 for p in pages if p.hidden),  # how many, never what
         document.ingest_seconds,
     )
     return document

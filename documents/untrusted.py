@@ -75,6 +75,10 @@ def pdf_facts(data: bytes, *, max_pages: int, max_points: float) -> PdfFacts:
         count = len(pdf)
         oversized = _oversized(_sizes(pdf), max_points) if count <= max_pages else None
         return PdfFacts(page_count=count, oversized=oversized)
+    except Exception:
+        # The file opens but its pages do not load: a page tree that refers back to itself or
+        # to an ancestor, kids that are not pages, a count that lies. Damaged, not a crash.
+        return PdfFacts(page_count=0, damaged=True)
     finally:
         pdf.close()
 
@@ -125,6 +129,11 @@ def extract_checked(
             ) from exc
         try:
             sizes = _sizes(pdf)
+        except Exception as exc:  # pages that do not load (see pdf_facts)
+            raise UnreadableDocument(
+                "The PDF could not be read: its pages are damaged. Upload the original file "
+                "again, or print it to a new PDF and upload that."
+            ) from exc
         finally:
             pdf.close()
         oversized = _oversized(sizes, max_points)

@@ -95,9 +95,19 @@ def _unsafe(name: str, failed: SandboxFailed) -> UploadRefused:
     )
 
 
+def _damaged(name: str) -> UploadRefused:
+    return UploadRefused(
+        code="corrupt",
+        message=f"“{name}” is damaged and cannot be read as a PDF. Upload the original file again.",
+    )
+
+
 def _facts_in_sandbox(name: str, data: bytes, *, max_pages: int, limits: CheckLimits) -> PdfFacts:
+    """The PDF's facts read in the sandbox. Whatever stops the reader there is a refusal: a
+    limit (``unsafe``), or any exception the parse raised (``corrupt``), never an error of
+    the request that uploaded it."""
     try:
-        facts: PdfFacts = run_sandboxed(
+        facts = run_sandboxed(
             pdf_facts,
             data,
             task="upload_check",
@@ -107,6 +117,10 @@ def _facts_in_sandbox(name: str, data: bytes, *, max_pages: int, limits: CheckLi
         )
     except SandboxFailed as failed:
         raise _unsafe(name, failed) from None
+    except Exception:
+        raise _damaged(name) from None
+    if not isinstance(facts, PdfFacts):
+        raise _damaged(name)
     return facts
 
 
@@ -117,11 +131,7 @@ def _page_count_from_facts(name: str, facts: PdfFacts, *, limits: CheckLimits) -
             message=f"“{name}” is password-protected. Save an unprotected copy and upload that.",
         )
     if facts.damaged:
-        raise UploadRefused(
-            code="corrupt",
-            message=f"“{name}” is damaged and cannot be read as a PDF. Upload the original "
-            "file again.",
-        )
+        raise _damaged(name)
     if facts.oversized is not None:
         raise UploadRefused(
             code="page_too_large",

@@ -16,6 +16,29 @@ if TYPE_CHECKING:
     from engine.risk import ThresholdTable
 
 
+# How text on a page was hidden from a reader (the codes documents.hidden records at
+# ingestion), in words for an issue: "... words a reader cannot see (invisible text render
+# mode)".
+HIDDEN_KINDS = {
+    "render_mode": "invisible text render mode",
+    "outside_crop": "outside the visible page",
+    "tiny": "too small to read",
+    "background": "in the colour of the background",
+    "under_image": "covered by an image or a shape",
+    "disagrees": "a scan's text layer that the scan does not show",
+}
+
+
+@dataclass(frozen=True)
+class HiddenText:
+    """Text on page ``page`` that a reader cannot see, left out of the page's text at
+    ingestion: how it was hidden (a HIDDEN_KINDS code) and how many words. Never the text."""
+
+    page: int
+    kind: str
+    words: int
+
+
 @dataclass(frozen=True)
 class SecondOpinion:
     """An independent classifier's answer for the document, computed once per run."""
@@ -43,6 +66,8 @@ class DocumentContext:
     novelty: Novelty | None = None
     acceptance: ThresholdTable | None = None
     source: str = "*"
+    # Text the pages carry that a reader cannot see (left out of ``pages``): V3 raises it.
+    hidden: list[HiddenText] = field(default_factory=list)
     # LLM check results by labels, so an attempt whose labels did not change is not re-checked.
     llm_memo: dict[Any, list[Any]] = field(default_factory=dict)
 

@@ -28,7 +28,7 @@ from engine.classifiers.gemini import FewShotExample, GeminiClassifier
 from engine.classifiers.offline import OfflineClassifier
 from engine.classifiers.trained import TrainedClassifier
 from engine.comparison import compare
-from engine.document import DocumentContext, SecondOpinion
+from engine.document import DocumentContext, HiddenText, SecondOpinion
 from engine.fields.templates import Template
 from engine.protocols import Classifier, LLMClient
 from engine.risk import acceptance_score
@@ -337,6 +337,17 @@ def run_execute(*, run_id: int, client: LLMClient | None = None) -> Run | None:
         return _run_execute_claimed(run, claim=claim, client=client)
 
 
+def hidden_text_of(document: Any) -> list[HiddenText]:
+    """What ingestion recorded of the text a reader cannot see on each page (kinds and word
+    counts, never the text), for V3 to raise."""
+    rows = document.pages.exclude(hidden=[]).order_by("number").values_list("number", "hidden")
+    return [
+        HiddenText(page=number, kind=str(item.get("kind", "")), words=int(item.get("words", 0)))
+        for number, record in rows
+        for item in record or []
+    ]
+
+
 def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | None) -> Run:
     run_id = run.pk
     started = time.perf_counter()
@@ -383,6 +394,7 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
         novelty=novelty,
         acceptance=checks.table,
         source=source,
+        hidden=hidden_text_of(document),
     )
     prefilled: dict[tuple[int, int, str], dict[str, Any]] = {}
 

@@ -181,6 +181,9 @@ def packet_issues(
             related = [e for e in evidence if any(loc.startswith(prefix) for loc in e["locations"])]
         related = related[:2]
         page = (related[0]["found_page"] or related[0]["page"]) if related else None
+        on_page = re.match(r"pages\[(\d+)\]", location)  # a page's issue (hidden text)
+        if on_page:
+            page = int(on_page.group(1))
         if page is None and segment and int(segment.group(1)) < len(output.segments):
             page = output.segments[int(segment.group(1))].start_page
         said = issue_words(issue, output)
@@ -236,7 +239,7 @@ def packet_workspace(packet: ReviewPacket, output: ClassificationOutput) -> dict
     document = packet.document
     page_rows = list(
         Page.objects.filter(document_id=packet.document_id)
-        .defer("boxes", "block_types")
+        .defer("boxes", "block_types", "hidden_text")  # hidden text: admins only
         .order_by("number")
     )
     wanted = {g["found_page"] for g in packet.grounding if g["found_page"]}
@@ -269,6 +272,19 @@ def packet_workspace(packet: ReviewPacket, output: ClassificationOutput) -> dict
                 "evidence": on_page,
                 "pieces": _marked_text(row.text, spans),
                 "segment": segment_of.get(row.number, 0),
+                # Where text a reader cannot see was found (left out of the text above).
+                "hidden_words": sum(int(h.get("words", 0)) for h in row.hidden or []),
+                "hidden": [
+                    {
+                        "x": round(x0 * 1000, 1),
+                        "y": round(top * 1000, 1),
+                        "w": round(max(x1 - x0, 0.002) * 1000, 1),
+                        "h": round(max(bottom - top, 0.002) * 1000, 1),
+                    }
+                    for h in row.hidden or []
+                    if h.get("words")  # a lone stray glyph is not outlined
+                    for x0, top, x1, bottom in h.get("boxes", [])
+                ],
             }
         )
     is_pdf = document.mime_type == Document.MIME_PDF

@@ -324,6 +324,16 @@ def issue_words(issue: dict[str, Any], output: ClassificationOutput | None = Non
             "answer was empty or cut off, or did not fit the required form, even when asked "
             "again); the type shown is the independent classifier's suggestion",
         )
+    if code == "hidden_text":
+        on = f"page {page:.0f}" if page else "a page"
+        how = re.search(r"\(([^)]*)\)", message)
+        return said(
+            "Text a reader cannot see",
+            f"{on} carries text a reader cannot see"
+            + (f" ({how.group(1)})" if how else "")
+            + ": it was left out of the classification, and is outlined on the page; the "
+            "document may be trying to steer its classification",
+        )
     if code == "llm_check_failed":
         return said(
             "A check could not run",

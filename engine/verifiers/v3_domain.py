@@ -10,7 +10,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
-from engine.document import DocumentContext
+from engine.document import HIDDEN_KINDS, DocumentContext, HiddenText
 from engine.grounding import contains_term
 from engine.protocols import LLMClient
 from engine.schemas import (
@@ -34,14 +34,18 @@ from engine.verifiers.structure import (
 AGENT = "V3"
 # Codes that mark a document's text as untrusted, recorded as issues on its runs: a document
 # carrying one is never shown to a language model as a corrected example (the reviewer may fix
-# its type, but its text stays a suspect's). INSTRUCTION_IN_TEXT is V3's own; HIDDEN_TEXT is the
-# code the hidden-text work raises for a page with text a reader does not see (issue 25,
-# finding 2): the few-shot filter reads it already, so that work has only to raise it.
+# its type, but its text stays a suspect's). INSTRUCTION_IN_TEXT: text addressed to a model;
+# HIDDEN_TEXT: a page carrying text a reader does not see (issue 25, finding 2), found at
+# ingestion and left out of the page's text, raised here so that a clinician sees it.
 INSTRUCTION_IN_TEXT = "instruction_in_text"
 HIDDEN_TEXT = "hidden_text"
 UNTRUSTED_TEXT_CODES = frozenset({INSTRUCTION_IN_TEXT, HIDDEN_TEXT})
 RULES_PATH = Path(__file__).resolve().parent.parent / "rules" / "v3_domain.json"
 LLM_PHASE = "V3 contextual check (LLM)"
+# Hidden text on a page escalates from this many words (of two letters or digits or more: a
+# lone glyph is not counted): a stray word or two (one clipped out of a form field) is not a
+# message. On the dev PDFs no page carries one; stuffing is lines of five words and more.
+MIN_HIDDEN_WORDS = 3
 LLM_CONTEXT_CHARS = 4000
 
 
@@ -227,7 +231,7 @@ def verify_rules(
     output: ClassificationOutput, context: DocumentContext, rules: DomainRules | None = None
 ) -> list[Issue]:
     rules = rules or load_rules()
-    issues: list[Issue] = []
+    issues: list[Issue] = hidden_text_issues(context.hidden)
     for i, segment in enumerate(output.segments):
         pages = range(max(segment.start_page, 1), min(segment.end_page, context.page_count) + 1)
         norm = [context.normalised[p - 1] for p in pages]
@@ -287,6 +291,37 @@ def verify_rules(
                             llm=True,
                         )
                     )
+    return issues
+
+
+def hidden_text_issues(hidden: list[HiddenText]) -> list[Issue]:
+    """One MAJOR issue per page carrying at least MIN_HIDDEN_WORDS words a reader cannot
+    see: the text was left out of classification, but a document that hides text is a
+    suspect, and its page is marked for the clinician (location ``pages[n]``)."""
+    by_page: dict[int, dict[str, int]] = {}
+    for item in hidden:
+        kinds = by_page.setdefault(item.page, {})
+        kinds[item.kind] = kinds.get(item.kind, 0) + item.words
+    issues = []
+    for page, kinds in sorted(by_page.items()):
+        words = sum(kinds.values())
+        if words < MIN_HIDDEN_WORDS:
+            continue
+        how = "; ".join(
+            f"{HIDDEN_KINDS.get(kind, kind.replace('_', ' '))}: {count}"
+            for kind, count in sorted(kinds.items(), key=lambda kv: -kv[1])
+        )
+        issues.append(
+            _issue(
+                Severity.MAJOR,
+                HIDDEN_TEXT,
+                f"Page {page} carries {words} word{'s' if words != 1 else ''} a reader cannot "
+                f"see ({how}): left out of classification, but the document may be trying to "
+                "steer it.",
+                f"pages[{page}]",
+                "A clinician should confirm the type from what the page shows.",
+            )
+        )
     return issues
 
 

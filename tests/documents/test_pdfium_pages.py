@@ -141,8 +141,10 @@ def test_pdfium_reads_rotated_pages_and_upside_down_or_mirrored_text_as_pdfminer
     def page(pdf: Any) -> None:
         pdf.setPageRotation(rotation)
         pdf.setFont("Helvetica", 11)
+        # Within the media box whichever way it is turned (reportlab turns a 90 or 270 page
+        # by giving it a landscape media box, 612 pt high): text above it is off the page.
         for line in range(6):
-            pdf.drawString(72, 700 - 14 * line, f"Line {line} of a page with words.")
+            pdf.drawString(72, 550 - 14 * line, f"Line {line} of a page with words.")
         pdf.saveState()
         pdf.translate(300, 300)
         pdf.rotate(180)

@@ -48,6 +48,7 @@ def test_bench_verify_reports_the_llm_faults_and_false_escalation(corpus, tmp_pa
         "wrong type with verbatim evidence",
         "injection obeyed",
         "keyword stuffing with a fooled model",
+        "hidden text (stuffing a reader cannot see)",
     ):
         fault = figures["faults"][name]
         assert fault["applied"] == 2 * 4  # every document, every wrong type
@@ -61,8 +62,14 @@ def test_bench_verify_reports_the_llm_faults_and_false_escalation(corpus, tmp_pa
         "gate": {"confirmed": 2},
         "escalated_by": {},
     }
+    # Hidden text: each of the five ways in turn, in a PDF read by the ingestion code.
+    by_kind = figures["faults"]["hidden text (stuffing a reader cannot see)"]["by_kind"]
+    assert sum(k["applied"] for k in by_kind.values()) == 8
+    assert all(k["applied"] >= 1 and k["not_escalated"] == 0 for k in by_kind.values())
+    assert figures["documents_with_hidden_text"] == 0
     text = out.getvalue()
     assert "keyword stuffing with a fooled model" in text
+    assert "Hidden text, by the way it was hidden" in text
     assert "Clean false-escalation rate: 0.00% (0/2)" in text
 
 

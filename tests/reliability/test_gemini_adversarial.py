@@ -1,17 +1,23 @@
 """The machine cannot be talked into a label (issue 25), through the real google-genai client
-and the local stub server: keyword stuffing with a fooled model (finding 1), a banner quoted as
-the model saw it (finding 4), injected text kept out of the few-shot examples (finding 7) and a
-gate that stays independent when a trained classifier is active (finding 8). Finding 3 (report
-shapes accepted by the offline chain) is tested in tests/engine/test_crafted.py."""
+and the local stub server: keyword stuffing with a fooled model (finding 1), stuffing drawn
+where a reader cannot see it (finding 2), a banner quoted as the model saw it (finding 4),
+injected and hidden text kept out of the few-shot examples (finding 7) and a gate that stays
+independent when a trained classifier is active (finding 8). Finding 3 (report shapes accepted
+by the offline chain) is tested in tests/engine/test_crafted.py."""
 
 from __future__ import annotations
 
 import hashlib
 
 import pytest
+from django.urls import reverse
 
 from benchmarks.faults import clean_output
 from benchmarks.llm_answers import answer_json
+from benchmarks.pdfgen import hidden_text_pdf
+from documents import tasks
+from documents.models import Document, Page
+from documents.services import document_create
 from engine.classifiers import trained
 from engine.classifiers.offline import OfflineClassifier
 from engine.fields.library import load_packs
@@ -160,6 +166,63 @@ def test_an_agreement_without_confidence_that_the_structure_confirms_is_accepted
     assert any("document's structure confirms" in s for s in run.skipped_checks)
 
 
+# -- finding 2: text a reader cannot see ------------------------------------------------------
+
+
+def ingested(pdf: bytes, name: str) -> Document:
+    """A real PDF uploaded and read by the ingestion code (in its sandbox)."""
+    document = document_create(filename=name, content=pdf, user=None)
+    document.refresh_from_db()
+    if document.status == Document.Status.UPLOADED:
+        tasks.ingest_document(str(document.pk))
+        document.refresh_from_db()
+    assert document.status == Document.Status.READY, document.error
+    return document
+
+
+def test_invisible_stuffing_never_reaches_the_model_and_the_clinician_sees_the_page_marked(
+    gemini, settings, reviewer_client
+):
+    settings.AUTO_CLASSIFY = False
+    document = ingested(
+        hidden_text_pdf([CT_REPORT], list(PATHOLOGY_LINES) * 2, kind="render_mode"), "ct.pdf"
+    )
+    [page] = Page.objects.filter(document=document)
+    assert "Coding note" not in page.text and "appendicitis" in page.text
+    assert page.hidden[0]["kind"] == "render_mode" and page.hidden[0]["words"] >= 40
+    # A model fooled by the stuffing (it answers pathology and quotes the hidden lines).
+    answer = fooled([page.text], "pathology", PATHOLOGY_LINES[:3])
+    gemini.reply(answer)
+    gemini.reply(answer)
+    run = services.run_start(document=document)
+    run.refresh_from_db()
+
+    assert run.final_decision == "ESCALATE_TO_SME"
+    assert "hidden_text" in issue_codes(run)
+    assert "Coding note" not in gemini.prompt(0) and "appendicitis" in gemini.prompt(0)
+    assert operations(run) == ["classify"]  # a document hiding text is never re-asked
+    packet = ReviewPacket.objects.get(run=run)
+    [hidden] = [i for i in packet.issues if i["code"] == "hidden_text"]
+    assert hidden["location"] == "pages[1]" and "invisible text render mode" in hidden["message"]
+    html = reviewer_client.get(reverse("review:packet", args=[packet.pk])).content.decode()
+    assert "Text a reader cannot see" in html
+    assert 'data-code="hidden_text"' in html and 'data-page="1"' in html
+    assert 'class="hidden-mark"' in html  # the hidden words outlined on the page image
+    # The model's quotes of the hidden lines are not on the page it was given.
+    assert "fabricated_evidence" in issue_codes(run)
+
+
+def test_a_clean_pdf_is_accepted_without_a_hidden_text_issue(gemini, settings):
+    settings.AUTO_CLASSIFY = False
+    document = ingested(hidden_text_pdf([CT_REPORT], [], kind="render_mode"), "clean.pdf")
+    [page] = Page.objects.filter(document=document)
+    assert page.hidden == []
+    gemini.reply(right([page.text], "radiology"))
+    run = services.run_start(document=document)
+    run.refresh_from_db()
+    assert run.final_decision == "AUTO_ACCEPT" and "hidden_text" not in issue_codes(run)
+
+
 # -- finding 4: a banner quoted as the model saw it ----------------------------------------------
 
 
@@ -239,27 +302,25 @@ def test_injected_text_and_reviewer_notes_never_reach_a_prompt_as_an_example(
         reviewer,
         notes="REVIEWER-NOTE-MARKER looked fine",
     )
-    # A correction whose runs flagged hidden text (the code the ingestion work raises).
-    hidden = ready_document(PT_NOTE + "\n\nHIDDEN-MARKER", sha="h")
+    # A correction of a PDF whose page carries hidden text: its run raised hidden_text.
+    hidden = ingested(
+        hidden_text_pdf(
+            [PT_NOTE + "\n\nHIDDEN-MARKER"],
+            ["HIDDEN-MARKER radiology report CT MRI contrast impression"] * 2,
+            kind="background",
+        ),
+        "hidden.pdf",
+    )
+    hidden_page = hidden.pages.get().text
     hidden_run = corrected(
         hidden,
         gemini,
-        right([PT_NOTE + "\n\nHIDDEN-MARKER"], "radiology"),
+        right([hidden_page], "radiology"),
         DocType.CLINICAL_NOTE,
         reviewer,
         notes="",
     )
-    attempt = hidden_run.attempts.get(number=0)
-    Issue.objects.create(
-        attempt=attempt,
-        issue_id="X1",
-        agent="V3",
-        severity="MAJOR",
-        severity_rank=1,
-        code="hidden_text",
-        message="Page 1 has text a reader does not see.",
-        location="segments[0]",
-    )
+    assert "hidden_text" in issue_codes(hidden_run)
 
     similar = PT_NOTE.replace("four weeks", "three weeks")
     gemini.requests.clear()

@@ -12,10 +12,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks import faults
 from benchmarks.evaluation import read_labels
+from benchmarks.pdfgen import HIDDEN_KINDS, hidden_text_pdf
+from documents.pages import PageContent, UnreadableDocument, extract_pdf
 from documents.services import pages_extract
 from engine import pipeline
 from engine.classifiers.offline import OfflineClassifier
-from engine.document import DocumentContext, SecondOpinion
+from engine.document import DocumentContext, HiddenText, SecondOpinion
 from engine.schemas import DOC_TYPES, ClassificationOutput, Decision, DocType
 from engine.verifiers.gate import GateResult
 from reliability.services import gate_classifier, get_preset
@@ -43,15 +45,22 @@ class Command(BaseCommand):
         "outputs and the verification time per document (LLM excluded). Every output is "
         "treated as an LLM's: the independent gate compares it with the offline classifier."
     )
-    # Fault kinds that need more than text to inject wait for the work that provides it:
-    # "hidden text" (text a reader does not see that a model follows) needs the pages'
-    # hidden-text flags from ingestion; it joins faults.LLM_FAULTS when they exist.
+    # "Hidden text" needs more than text to inject: for each document and each other type,
+    # keyword stuffing for that type is drawn into a real PDF of the document where a reader
+    # cannot see it (each way in turn: documents.hidden's kinds), the PDF is read by the
+    # ingestion code (documents.pages, in this process), and a fooled model answers that
+    # type quoting the hidden lines.
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("corpus")
         parser.add_argument("--preset", default=None)
         parser.add_argument("--limit", type=int, default=None)
         parser.add_argument("--json", dest="json_out", help="also write the figures here")
+        parser.add_argument(
+            "--no-hidden-text",
+            action="store_true",
+            help="skip the hidden-text fault (it draws and reads a PDF per document and type)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         corpus = Path(options["corpus"])
@@ -59,24 +68,29 @@ class Command(BaseCommand):
             raise CommandError(f"{corpus}/labels.csv not found.")
         preset = get_preset(options["preset"])
         gate = gate_classifier()
-        documents: list[tuple[list[str], str]] = []
+        documents: list[tuple[list[str], str, list[HiddenText]]] = []
         for row in read_labels(corpus)[: options["limit"]]:
             path = corpus / row["path"]
-            pages = [p.text for p in pages_extract(name=path.name, data=path.read_bytes())]
-            documents.append((pages, row["label"]))
+            read = pages_extract(name=path.name, data=path.read_bytes())
+            documents.append(([p.text for p in read], row["label"], hidden_of(read)))
 
-        def context_for(pages: list[str]) -> DocumentContext:
+        def context_for(
+            pages: list[str], hidden: list[HiddenText] | None = None
+        ) -> DocumentContext:
             return DocumentContext(
                 pages=pages,
                 min_dominant_confidence=preset.min_dominant_confidence,
                 second=SecondOpinion(gate.name, gate.classify(pages)),
                 gate_confirm_confidence=settings.GATE_CONFIRM_CONFIDENCE,
+                hidden=hidden or [],
             )
 
-        def run(output: ClassificationOutput, pages: list[str]) -> pipeline.Outcome:
+        def run(
+            output: ClassificationOutput, pages: list[str], hidden: list[HiddenText] | None = None
+        ) -> pipeline.Outcome:
             return pipeline.orchestrate(
                 classify=lambda _f: (output, 0),
-                context=context_for(pages),
+                context=context_for(pages, hidden),
                 preset=preset,
                 can_reask=False,
             )
@@ -91,41 +105,53 @@ class Command(BaseCommand):
         gate_timings: list[float] = []
         usable = 0
         names = [f.name for f in faults.FAULTS] + [f.name for f in faults.LLM_FAULTS]
+        if not options["no_hidden_text"]:
+            names.append(faults.HIDDEN_TEXT_FAULT)
+        hidden_kinds: Counter[str] = Counter()  # applied, by the way the text was hidden
+        hidden_missed: Counter[str] = Counter()  # not escalated, by the way
         results: dict[str, dict[str, Any]] = {
             name: {"applied": 0, "detected": 0, "escalated": 0, "decisions": Counter()}
             for name in names
         }
 
-        def record(name: str, code: str, output: ClassificationOutput, pages: list[str]) -> None:
+        def record(
+            name: str,
+            code: str,
+            output: ClassificationOutput,
+            pages: list[str],
+            hidden: list[HiddenText] | None = None,
+        ) -> Decision:
             entry = results[name]
             entry["applied"] += 1
-            first = pipeline.verify(output, context_for(pages), preset=preset)
+            first = pipeline.verify(output, context_for(pages, hidden), preset=preset)
             # A fault with no one expected code is detected when anything stops acceptance.
             if (code and any(i.code == code for i in first.issues)) or (
                 not code and first.verdict.decision != Decision.AUTO_ACCEPT
             ):
                 entry["detected"] += 1
-            outcome = run(output, pages)
+            outcome = run(output, pages, hidden)
             entry["escalated"] += outcome.decision == Decision.ESCALATE_TO_SME
             key = outcome.decision.value
             if len(outcome.attempts) > 1:
                 key += " after auto-fix"
             entry["decisions"][key] += 1
+            return outcome.decision
 
-        for pages, label in documents:
+        hidden_seconds = 0.0
+        for number, (pages, label, hidden) in enumerate(documents):
             clean = faults.clean_output(pages, label)
             if clean is None:
                 continue
             usable += 1
             started = time.perf_counter()
-            context = context_for(pages)
+            context = context_for(pages, hidden)
             gate_timings.append((time.perf_counter() - started) * 1000)
             started = time.perf_counter()
             verification = pipeline.verify(clean, context, preset=preset)
             timings.append((time.perf_counter() - started) * 1000)
             clean_gate += any(i.agent == "GATE" for i in verification.issues)
             gate_decisions[_gate_decision(verification.gate_result)] += 1
-            outcome = run(clean, pages)
+            outcome = run(clean, pages, hidden)
             clean_decisions[outcome.decision.value] += 1
             if outcome.decision != Decision.AUTO_ACCEPT:
                 escalated_by.update({i.code for i in outcome.best.verification.issues})
@@ -140,6 +166,28 @@ class Command(BaseCommand):
                     output, changed = clean.model_copy(deep=True), list(pages)
                     if retype.apply(output, changed, target):
                         record(retype.name, retype.expected_code, output, changed)
+            if options["no_hidden_text"]:
+                continue
+            for turn, target in enumerate(t for t in DOC_TYPES if t != DocType(label)):
+                kind = HIDDEN_KINDS[(number + turn) % len(HIDDEN_KINDS)]
+                lines = faults.stuffing_lines(pages, target)
+                started = time.perf_counter()
+                try:
+                    read = extract_pdf(hidden_text_pdf(pages, lines + lines, kind=kind), ocr=None)
+                except UnreadableDocument:
+                    continue  # nothing a reader sees on a page: no text layer to hide beside
+                hidden_seconds += time.perf_counter() - started
+                drawn = [p.text for p in read]
+                fooled = faults.clean_output(drawn, label)
+                if fooled is None:
+                    continue
+                faults.fooled(fooled, lines, target)
+                hidden_kinds[kind] += 1
+                decision = record(
+                    faults.HIDDEN_TEXT_FAULT, "hidden_text", fooled, drawn, hidden_of(read)
+                )
+                if decision != Decision.ESCALATE_TO_SME:
+                    hidden_missed[kind] += 1
 
         self.stdout.write(
             f"Corpus {corpus}: {len(documents)} documents, {usable} with a "
@@ -162,6 +210,25 @@ class Command(BaseCommand):
                 "escalated": round(escalated, 4),
                 "decisions": dict(entry["decisions"]),
             }
+        if hidden_kinds:
+            self.stdout.write(
+                "Hidden text, by the way it was hidden (applied / not escalated): "
+                + ", ".join(f"{k} {hidden_kinds[k]}/{hidden_missed[k]}" for k in HIDDEN_KINDS)
+                + f"; drawing and reading the PDFs took {hidden_seconds:.1f} s"
+            )
+            figures["faults"][faults.HIDDEN_TEXT_FAULT]["by_kind"] = {
+                k: {"applied": hidden_kinds[k], "not_escalated": hidden_missed[k]}
+                for k in HIDDEN_KINDS
+            }
+        # Ingestion's own findings on the corpus: hidden words, or only stray glyphs.
+        flagged = sum(1 for _p, _l, hidden in documents if any(h.words for h in hidden))
+        glyphs = sum(1 for _p, _l, hidden in documents if hidden) - flagged
+        self.stdout.write(
+            f"Corpus documents with hidden words: {flagged}; with stray hidden glyphs only: "
+            f"{glyphs}"
+        )
+        figures["documents_with_hidden_text"] = flagged
+        figures["documents_with_hidden_glyphs_only"] = glyphs
         escalated = clean_decisions["ESCALATE_TO_SME"]
         rate = escalated / max(usable, 1)
         self.stdout.write(
@@ -203,3 +270,12 @@ class Command(BaseCommand):
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(figures, indent=2, sort_keys=True))
             self.stdout.write(f"Wrote {options['json_out']}")
+
+
+def hidden_of(pages: list[PageContent]) -> list[HiddenText]:
+    """What ingestion recorded of the hidden text, as a run reads it (kinds and counts)."""
+    return [
+        HiddenText(page=page.number, kind=item["kind"], words=item["words"])
+        for page in pages
+        for item in page.hidden
+    ]
