@@ -143,6 +143,13 @@ def bundle_metrics(bundles: list[BundleResult]) -> dict[str, Any]:
             for b in bundles
             if b.predicted_boundaries - b.true_boundaries
         },
+        # What matters most: a bundle accepted with a missed or wrong cut, or a wrong page type.
+        "accepted_wrong": sorted(
+            b.bundle
+            for b in bundles
+            if b.decision == "AUTO_ACCEPT"
+            and (b.true_boundaries != b.predicted_boundaries or b.pages_correct < b.pages_total)
+        ),
     }
 
 
@@ -285,6 +292,11 @@ def format_bundles(name: str, b: dict[str, Any]) -> list[str]:
     for label, key in (("missed", "missed"), ("cut wrongly", "false_cuts")):
         for bundle, pages in b.get(key, {}).items():
             lines.append(f"  {label} in {bundle}: pages {', '.join(map(str, pages))}")
+    wrong = b.get("accepted_wrong", [])
+    lines.append(
+        f"  accepted with a wrong cut or page type: {len(wrong)}"
+        + (f" ({', '.join(wrong)})" if wrong else "")
+    )
     return lines
 
 
