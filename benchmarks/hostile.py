@@ -186,12 +186,13 @@ def many_pages(*, count: int = 100_000) -> bytes:
     return raw_pdf(objects)
 
 
-def many_characters(*, count: int = 500_000) -> bytes:
-    """``count`` characters of text on one page, in 1-point type (compressed: a few KB)."""
-    per_line = 1000
+def many_characters(*, count: int = 500_000, size: float = 1, per_line: int = 1000) -> bytes:
+    """``count`` characters of text on one page, ``per_line`` a line, in ``size``-point type
+    (compressed: a few KB). At 1 point the text is too small to read: ingestion leaves it out
+    as hidden (documents.hidden), and the page is read as an image."""
     line = ("ab " * per_line)[:per_line]
     lines = [line] * max(1, count // per_line)
-    content = _text_content(lines, size=1, top=780)
+    content = _text_content(lines, size=size, top=780)
     return one_page_pdf(content=content, flate=True)
 
 
