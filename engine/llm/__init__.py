@@ -9,13 +9,7 @@ from engine.llm.client import (
     LLMClientBase,
     Price,
     ResponseCache,
-    client_from_settings,
-    configured,
-    model_name,
-    not_configured_reason,
     prompt_version,
-    provider,
-    uses_vertex,
 )
 from engine.llm.errors import (
     LLMBlocked,
@@ -28,6 +22,14 @@ from engine.llm.errors import (
     LLMUnavailable,
 )
 from engine.llm.operations import EvalResult, EvaluationOperations, run_concurrently
+from engine.llm.providers import (
+    client_from_settings,
+    configured,
+    model_name,
+    not_configured_reason,
+    provider,
+    uses_vertex,
+)
 from engine.llm.throttle import LocalThrottle, RedisThrottle, Throttle
 
 __all__ = [
