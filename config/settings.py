@@ -97,7 +97,22 @@ _database_url = env_str("DATABASE_URL")
 DATABASES = {
     "default": database_from_url(_database_url, base_dir=str(BASE_DIR))
     if _database_url
-    else {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "var" / "db.sqlite3"}
+    else {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": BASE_DIR / "var" / "db.sqlite3",
+        # The embedded default runs jobs inline, with page images drawn beside the runs: a
+        # transaction takes the write lock when it begins (IMMEDIATE), waiting up to 20 s for
+        # it, instead of failing "database is locked" when a read would turn into a write; WAL
+        # lets pages be read while a job writes.
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+        },
+        # Tests on SQLite use a file too: an in-memory database shared between threads answers
+        # a second writer "table is locked" at once instead of waiting as a file does.
+        "TEST": {"NAME": BASE_DIR / "var" / "test.sqlite3"},
+    }
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

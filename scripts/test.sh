@@ -10,6 +10,7 @@ if [ "${1:-}" = "--fast" ]; then
   shift
   scripts/bootstrap.sh
   unset DATABASE_URL REDIS_URL DEBUG
+  mkdir -p var  # the SQLite test database is a file there (config/settings.py)
   exec .venv/bin/pytest -m "not postgres and not redis and not browser and not slow" "$@"
 fi
 
