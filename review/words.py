@@ -69,9 +69,14 @@ PRESENCE = {
 }
 
 
+def _in_words(table: dict[str, str], code: Any) -> str:
+    """An engine code (or enum) in words from ``table``; an unknown one humanised."""
+    text = str(getattr(code, "value", code) or "")
+    return table.get(text, text.replace("_", " ").lower())
+
+
 def presence(level: Any) -> str:
-    text = str(getattr(level, "value", level) or "")
-    return PRESENCE.get(text, text.replace("_", " ").lower())
+    return _in_words(PRESENCE, level)
 
 
 DECISIONS = {
@@ -82,8 +87,7 @@ DECISIONS = {
 
 
 def decision_words(decision: Any) -> str:
-    text = str(getattr(decision, "value", decision) or "")
-    return DECISIONS.get(text, text.replace("_", " ").lower())
+    return _in_words(DECISIONS, decision)
 
 
 CLASSIFIERS = {
