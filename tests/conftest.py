@@ -10,10 +10,29 @@ from typing import Any
 import pytest
 from django.conf import settings as django_settings
 from django.db import connection, connections
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 PASSWORD = "correct-horse-battery-staple"
+
+# Hypothesis: "ci" (the default) sizes property-based and stateful tests for the 10-minute CI;
+# "nightly" (HYPOTHESIS_PROFILE=nightly, set by scripts/test.sh --long) runs many more cases.
+hypothesis_settings.register_profile(
+    "ci",
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    derandomize=True,
+)
+hypothesis_settings.register_profile(
+    "nightly",
+    max_examples=500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 # Tiers: a test that needs a real Redis (a fixture below, or real workers) is marked `redis`;
