@@ -281,6 +281,9 @@ GEMINI_API_KEY = env_str("GEMINI_API_KEY")
 # Upload and ingestion limits.
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_MB", 25, minimum=1) * 1024 * 1024
 UPLOAD_MAX_PAGES = env_int("UPLOAD_MAX_PAGES", 300, minimum=1)
+# Characters a page of a text upload may hold (form feeds part pages): a 20 MB file on one line
+# is refused at upload rather than read, classified and grounded as one page.
+UPLOAD_MAX_PAGE_CHARS = env_int("UPLOAD_MAX_PAGE_CHARS", 200_000, minimum=1000)
 UPLOAD_MAX_FILES = env_int("UPLOAD_MAX_FILES", 50, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024

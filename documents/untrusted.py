@@ -20,7 +20,13 @@ from typing import Any
 import pypdfium2 as pdfium
 
 from documents.images import render_page_pngs
-from documents.pages import UnreadableDocument, extract_file, throttled
+from documents.pages import (
+    UnreadableDocument,
+    decode_text,
+    extract_file,
+    text_page_count,
+    throttled,
+)
 
 POINTS_PER_INCH = 72
 PROGRESS_INTERVAL = 0.2  # seconds between two progress reports to the parent
@@ -81,6 +87,36 @@ def pdf_facts(data: bytes, *, max_pages: int, max_points: float) -> PdfFacts:
         return PdfFacts(page_count=0, damaged=True)
     finally:
         pdf.close()
+
+
+@dataclass(frozen=True)
+class TextFacts:
+    """What the upload check learns of a text file. ``readable``: it decodes as text;
+    ``blank``: it has no visible character; ``page_count``: its pages (form feeds part them);
+    ``longest``: (page number, characters) of the first page over the limit, if any."""
+
+    readable: bool
+    blank: bool = False
+    page_count: int = 0
+    longest: tuple[int, int] | None = None
+
+
+def text_facts(data: bytes, *, max_pages: int, max_page_chars: int) -> TextFacts:
+    """A text upload's facts, counted without building a page: a file with more pages than
+    ``max_pages`` is not split at all (20 MB of form feeds would be twenty million pages), and
+    page lengths are measured only when the count is within the limit."""
+    text = decode_text(data)
+    if text is None:
+        return TextFacts(readable=False)
+    if not text.strip():
+        return TextFacts(readable=True, blank=True)
+    count = text_page_count(text)
+    if count > max_pages:
+        return TextFacts(readable=True, page_count=count)
+    for number, page in enumerate(text.split("\f", count - 1), start=1):
+        if len(page) > max_page_chars:
+            return TextFacts(readable=True, page_count=count, longest=(number, len(page)))
+    return TextFacts(readable=True, page_count=count)
 
 
 def pdf_facts_many(
