@@ -18,6 +18,7 @@ from reliability.models import (
     LearningAttempt,
     LearningPin,
     LLMResponse,
+    Revocation,
     Run,
     TrainedClassifierModel,
 )
@@ -131,7 +132,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         "state",
         "revoked",
     )
-    list_filter = ("revoked", ExpiredFilter)
+    list_filter = ("revoked", "revoked_by", ExpiredFilter)
     readonly_fields = (
         "user",
         "name",
@@ -153,10 +154,24 @@ class ApiTokenAdmin(admin.ModelAdmin):
         "revoked",
     )
 
+    def get_readonly_fields(self, request: Any, obj: Any = None) -> Any:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if obj is not None and obj.revoked and not request.user.is_superuser:
+            # Ended access stays ended: only a superuser restores a revoked token (a read-only
+            # field, so a forged POST is ignored too); the state says who ended it.
+            return (*fields, "revoked")
+        return fields
+
+    def save_model(self, request: Any, obj: ApiToken, form: Any, change: bool) -> None:
+        if "revoked" in form.changed_data:
+            obj.revoked_by = Revocation.ADMIN if obj.revoked else ""
+        super().save_model(request, obj, form, change)
+
     @admin.display(description="State")
     def state(self, obj: ApiToken) -> str:
         if obj.revoked:
-            return "revoked"
+            why = Revocation(obj.revoked_by).label if obj.revoked_by else "revoked"
+            return f"revoked: {why}. Only a superuser can restore it."
         if obj.expired():
             return "expired"
         if not obj.user.is_active:
