@@ -8,6 +8,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.admin import ReadOnlyAdmin
+from reliability import training
 from reliability.models import (
     ApiToken,
     Attempt,
@@ -212,6 +213,7 @@ class TrainedClassifierModelAdmin(ReadOnlyAdmin):
         "heldout_documents",
         "heldout_accuracy",
         "pinned",
+        "signature",
         "trained_at",
     )
     list_filter = ("active", "source")
@@ -230,6 +232,7 @@ class TrainedClassifierModelAdmin(ReadOnlyAdmin):
         "activated_at",
         "decision",
         "blob_sha256",
+        "signature",
     )
     readonly_fields = fields
 
@@ -240,6 +243,11 @@ class TrainedClassifierModelAdmin(ReadOnlyAdmin):
     def heldout_accuracy(self, obj: TrainedClassifierModel) -> str:
         figures = (obj.metrics or {}).get("candidate") or {}
         return f"{figures['accuracy']:.3f}" if "accuracy" in figures else "-"
+
+    @admin.display(description="signature")
+    def signature(self, obj: TrainedClassifierModel) -> str:
+        # A refused model is said so here, not only in a log line: it is never used.
+        return training.model_check(obj).message
 
     @admin.display(description="pinned", boolean=True)
     def pinned(self, obj: TrainedClassifierModel) -> bool:
