@@ -449,6 +449,9 @@ if JOB_STALE_SECONDS < 2 * JOB_HEARTBEAT_SECONDS:
 RECOVERY_INTERVAL_SECONDS = env_int("RECOVERY_INTERVAL_SECONDS", 10, minimum=1)
 QUEUE_LOST_SECONDS = env_int("QUEUE_LOST_SECONDS", 60, minimum=1)
 INGEST_MAX_ATTEMPTS = env_int("INGEST_MAX_ATTEMPTS", 3, minimum=1)
+# Without Redis, a PDF of more pages than this is read in the background (never in the upload
+# request: OCR of every page can take minutes); shorter ones are read before the answer.
+INGEST_INLINE_MAX_PAGES = env_int("INGEST_INLINE_MAX_PAGES", 20, minimum=0)
 
 # Webhooks: deliveries are jobs, retried with exponential backoff (capped), then failed after
 # WEBHOOK_MAX_ATTEMPTS tries.
