@@ -13,6 +13,7 @@ from ninja.parser import Parser
 from ninja.security import HttpBearer
 
 from core.errors import Refused
+from core.ratelimit import rate_check
 from reliability.services import api_token_authenticate
 
 VIEW_PERMISSION = "documents.view_document"
@@ -33,6 +34,14 @@ class bearer(HttpBearer):
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
         found = api_token_authenticate(key=token)  # Refused (401) when not live
+        # Counted per live token (an unknown key costs a lookup and gets a 401 anyway).
+        rate_check(
+            scope="api",
+            key=str(found.pk),
+            limit=settings.API_RATE_LIMIT,
+            window=settings.RATE_LIMIT_WINDOW_SECONDS,
+            what=f"the API token {found.prefix}\u2026",
+        )
         request.user = found.user
         # The same roles as the browser: documents are patient data.
         if not found.user.has_perm(VIEW_PERMISSION):

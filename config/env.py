@@ -179,3 +179,44 @@ def storage_from_url(url: str) -> dict[str, Any]:
             f"{', '.join(sorted(_ADDRESSING_STYLES))}."
         )
     return {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": options}
+
+
+# The key the settings fall back to without SECRET_KEY: public (it is in the source), so fit
+# for development and tests only.
+DEFAULT_SECRET_KEY = "django-insecure-development-only-key-never-use-in-production"
+SECRET_KEY_MIN_LENGTH = 32
+
+
+def secret_key_refusal(key: str, *, debug: bool, fallbacks: list[str] | None = None) -> str | None:
+    """Why the application must not serve with ``key`` (a message), or None. With DEBUG on
+    (the quick start) anything goes; in production the key signs sessions, keys the surrogates
+    of de-identification and signs stored models, so the public default, an empty key or a
+    short one would let anyone forge them."""
+    if debug:
+        return None
+    if not key.strip() or key == DEFAULT_SECRET_KEY:
+        return (
+            "SECRET_KEY is not set (or is the public development default) and DEBUG is off: "
+            "set SECRET_KEY to a long random string (python -c 'import secrets; "
+            "print(secrets.token_urlsafe(50))'). Sessions, de-identification surrogates and "
+            "stored models are keyed with it."
+        )
+    if len(key) < SECRET_KEY_MIN_LENGTH:
+        return f"SECRET_KEY is shorter than {SECRET_KEY_MIN_LENGTH} characters."
+    if DEFAULT_SECRET_KEY in (fallbacks or []):
+        return "SECRET_KEY_FALLBACKS lists the public development key: remove it."
+    return None
+
+
+def require_production_key() -> None:
+    """Refuse to start (ImproperlyConfigured) when ``secret_key_refusal`` objects: called by
+    the WSGI entry point (gunicorn, and runserver through WSGI_APPLICATION) once settings are
+    loaded. Management commands (migrate, benchmarks, the tests) are not serving and still run
+    with the default key."""
+    from django.conf import settings
+
+    refusal = secret_key_refusal(
+        settings.SECRET_KEY, debug=settings.DEBUG, fallbacks=list(settings.SECRET_KEY_FALLBACKS)
+    )
+    if refusal is not None:
+        raise ImproperlyConfigured(refusal)

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import (
+    DEFAULT_SECRET_KEY,
     database_from_url,
     env_bool,
     env_float,
@@ -25,9 +26,12 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DEBUG", False)
 
-# A missing key falls back to a development key whose "django-insecure-" prefix makes
-# `manage.py check --deploy` flag it; production must set SECRET_KEY (docker-compose requires it).
-SECRET_KEY = env_str("SECRET_KEY") or "django-insecure-development-only-key-never-use-in-production"
+# A missing key falls back to a public development key; with DEBUG off the application refuses
+# to serve with it (config.env.require_production_key, from config.wsgi). Rotation: put the old
+# key in SECRET_KEY_FALLBACKS (comma-separated): sessions, and the stored models signed with a
+# key derived from it (reliability.training), keep working; models are re-signed when loaded.
+SECRET_KEY = env_str("SECRET_KEY") or DEFAULT_SECRET_KEY
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", [])
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -281,6 +285,9 @@ GEMINI_API_KEY = env_str("GEMINI_API_KEY")
 # Upload and ingestion limits.
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_MB", 25, minimum=1) * 1024 * 1024
 UPLOAD_MAX_PAGES = env_int("UPLOAD_MAX_PAGES", 300, minimum=1)
+# Characters a page of a text upload may hold (form feeds part pages): a 20 MB file on one line
+# is refused at upload rather than read, classified and grounded as one page.
+UPLOAD_MAX_PAGE_CHARS = env_int("UPLOAD_MAX_PAGE_CHARS", 200_000, minimum=1000)
 UPLOAD_MAX_FILES = env_int("UPLOAD_MAX_FILES", 50, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
@@ -442,6 +449,9 @@ if JOB_STALE_SECONDS < 2 * JOB_HEARTBEAT_SECONDS:
 RECOVERY_INTERVAL_SECONDS = env_int("RECOVERY_INTERVAL_SECONDS", 10, minimum=1)
 QUEUE_LOST_SECONDS = env_int("QUEUE_LOST_SECONDS", 60, minimum=1)
 INGEST_MAX_ATTEMPTS = env_int("INGEST_MAX_ATTEMPTS", 3, minimum=1)
+# Without Redis, a PDF of more pages than this is read in the background (never in the upload
+# request: OCR of every page can take minutes); shorter ones are read before the answer.
+INGEST_INLINE_MAX_PAGES = env_int("INGEST_INLINE_MAX_PAGES", 20, minimum=0)
 
 # Webhooks: deliveries are jobs, retried with exponential backoff (capped), then failed after
 # WEBHOOK_MAX_ATTEMPTS tries.
@@ -541,13 +551,22 @@ CONTENT_SECURITY_POLICY = {
 AXES_ENABLED = env_bool("AXES_ENABLED", True)
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# Password spraying: one address is also refused after LOGIN_ADDRESS_FAILURE_LIMIT wrong
+# passwords across all usernames (core.login_throttle, which needs these parameter sets).
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_HANDLER = "core.login_throttle.AddressAwareHandler"
+LOGIN_ADDRESS_FAILURE_LIMIT = env_int("LOGIN_ADDRESS_FAILURE_LIMIT", 20, minimum=1)
 AXES_RESET_ON_SUCCESS = True
 # Behind the TLS proxy, the client's address is the last one it adds to X-Forwarded-For.
 AXES_IPWARE_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0) or None
 AXES_IPWARE_META_PRECEDENCE_ORDER = (
     ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if AXES_IPWARE_PROXY_COUNT else ["REMOTE_ADDR"]
 )
+# Requests per token in each RATE_LIMIT_WINDOW_SECONDS (core.ratelimit; 0: no limit): the JSON
+# API per API token, SCIM per provider token. Over it: 429 with Retry-After.
+RATE_LIMIT_WINDOW_SECONDS = env_int("RATE_LIMIT_WINDOW_SECONDS", 60, minimum=1)
+API_RATE_LIMIT = env_int("API_RATE_LIMIT", 600, minimum=0)
+SCIM_RATE_LIMIT = env_int("SCIM_RATE_LIMIT", 600, minimum=0)
 # API tokens expire this many days after they are made (manage.py create_api_token --days
 # may choose fewer). There is no "never": a token forgotten in a script must stop by itself.
 API_TOKEN_DAYS = env_int("API_TOKEN_DAYS", 90, minimum=1)

@@ -59,6 +59,7 @@ def _check_limits() -> CheckLimits:
         memory_mb=settings.SANDBOX_CHECK_MEMORY_MB,
         seconds=settings.SANDBOX_CHECK_SECONDS,
         max_page_points=settings.PAGE_MAX_POINTS,
+        max_page_chars=settings.UPLOAD_MAX_PAGE_CHARS,
     )
 
 

@@ -20,7 +20,13 @@ from typing import Any
 import pypdfium2 as pdfium
 
 from documents.images import render_page_pngs
-from documents.pages import UnreadableDocument, extract_file, throttled
+from documents.pages import (
+    UnreadableDocument,
+    decode_text,
+    extract_file,
+    text_page_count,
+    throttled,
+)
 
 POINTS_PER_INCH = 72
 PROGRESS_INTERVAL = 0.2  # seconds between two progress reports to the parent
@@ -81,6 +87,75 @@ def pdf_facts(data: bytes, *, max_pages: int, max_points: float) -> PdfFacts:
         return PdfFacts(page_count=0, damaged=True)
     finally:
         pdf.close()
+
+
+@dataclass(frozen=True)
+class TextFacts:
+    """What the upload check learns of a text file. ``readable``: it decodes as text;
+    ``blank``: it has no visible character; ``page_count``: its pages (form feeds part them);
+    ``longest``: (page number, characters) of the first page over the limit, if any."""
+
+    readable: bool
+    blank: bool = False
+    page_count: int = 0
+    longest: tuple[int, int] | None = None
+
+
+# What str.strip() removes among ASCII characters (the separators \x1c-\x1f included).
+_ASCII_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+
+
+def _content_end(data: bytes) -> int:
+    """The index just after the last byte that is not ASCII white space (0: none), found
+    from the end a chunk at a time."""
+    end = len(data)
+    while end > 0:
+        start = max(0, end - 65536)
+        kept = data[start:end].rstrip(_ASCII_SPACE)
+        if kept:
+            return start + len(kept)
+        end = start
+    return 0
+
+
+def text_facts(data: bytes, *, max_pages: int, max_page_chars: int) -> TextFacts:
+    """A text upload's facts, counted without building a page: a file with more pages than
+    ``max_pages`` is not split at all (20 MB of form feeds would be ten million pages), and
+    page lengths are measured only when the count is within the limit.
+
+    Counted on the bytes where that gives the same answer (a form feed is one byte in UTF-8 and
+    cp1252; an ASCII file has as many characters as bytes), so a 20 MB file is refused in a few
+    passes at memory speed rather than after decoding it. The byte count of pages strips only
+    ASCII white space at the end: it is never below what extraction makes (equal for ASCII)."""
+    if not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        # No copy of the 20 MB: a loaded machine spends its time faulting in fresh pages.
+        end = _content_end(data)
+        count = data.count(b"\f", 0, end) + 1
+        if count > max_pages:
+            return TextFacts(readable=True, page_count=count)
+        if data.isascii():
+            start = 0
+            for number in range(1, count + 1):
+                stop = data.find(b"\f", start) if number < count else len(data)
+                if stop - start > max_page_chars:
+                    longest = (number, stop - start)
+                    return TextFacts(readable=True, page_count=count, longest=longest)
+                start = stop + 1
+            if decode_text(data) is None:
+                return TextFacts(readable=False)
+            return TextFacts(readable=True, blank=end == 0, page_count=count)
+    text = decode_text(data)
+    if text is None:
+        return TextFacts(readable=False)
+    if not text.strip():
+        return TextFacts(readable=True, blank=True)
+    count = text_page_count(text)
+    if count > max_pages:
+        return TextFacts(readable=True, page_count=count)
+    for number, page in enumerate(text.split("\f", count - 1), start=1):
+        if len(page) > max_page_chars:
+            return TextFacts(readable=True, page_count=count, longest=(number, len(page)))
+    return TextFacts(readable=True, page_count=count)
 
 
 def pdf_facts_many(

@@ -12,9 +12,15 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from core.errors import Refused
-from documents.pages import decode_text, extract_text_file
 from documents.sandbox import Limits, SandboxFailed, run_sandboxed
-from documents.untrusted import PdfFacts, oversized_message, pdf_facts, pdf_facts_many
+from documents.untrusted import (
+    PdfFacts,
+    TextFacts,
+    oversized_message,
+    pdf_facts,
+    pdf_facts_many,
+    text_facts,
+)
 
 MIME_PDF = "application/pdf"
 MIME_TEXT = "text/plain"
@@ -58,6 +64,9 @@ class CheckLimits:
     memory_mb: int = 256
     seconds: int = 10
     max_page_points: float = 3600
+    # A text page longer than this is not a page (a dense printed page holds ~5,000
+    # characters): a 20 MB file on one line would be one page to classify and ground.
+    max_page_chars: int = 200_000
 
 
 def looks_like_pdf(data: bytes) -> bool:
@@ -141,26 +150,54 @@ def _page_count_from_facts(name: str, facts: PdfFacts, *, limits: CheckLimits) -
     return facts.page_count
 
 
-def _sniff(name: str, data: bytes, *, max_bytes: int) -> tuple[str, int | None]:
-    """The checks that need no parser: the file's type, and a text file's page count (a
-    PDF's, None, is read in the sandbox). A file that is a PDF is checked as one whatever its
-    name (a PDF named .txt is never decoded as text)."""
+def _text_in_sandbox(name: str, data: bytes, *, max_pages: int, limits: CheckLimits) -> int:
+    """A text file's page count, read in the sandbox under the same limits as a PDF's
+    check: decoding and counting run there, and every limit is checked before a page is built."""
+    try:
+        facts = run_sandboxed(
+            text_facts,
+            data,
+            task="upload_check_text",
+            limits=_sandbox_limits(limits),
+            max_pages=max_pages,
+            max_page_chars=limits.max_page_chars,
+        )
+    except SandboxFailed as failed:
+        raise _unsafe(name, failed) from None
+    except Exception:
+        facts = None  # whatever the reader raised: not text it can read
+    if not isinstance(facts, TextFacts) or not facts.readable:
+        raise UploadRefused(
+            code="not_text",
+            message=f"“{name}” is not a readable text file. Upload a .txt file saved as "
+            "UTF-8 or UTF-16, or the original PDF.",
+        )
+    if facts.blank:
+        raise UploadRefused(code="no_text", message=f"“{name}” contains no text.")
+    if facts.longest is not None:
+        number, chars = facts.longest
+        raise UploadRefused(
+            code="page_too_large",
+            message=f"“{name}” was refused: page {number} has {chars:,} characters; pages of up "
+            f"to {limits.max_page_chars:,} are accepted. Part its pages with form feeds, or "
+            "split it into smaller files.",
+        )
+    return facts.page_count
+
+
+def _sniff(
+    name: str, data: bytes, *, max_bytes: int, max_pages: int, limits: CheckLimits
+) -> tuple[str, int | None]:
+    """The file's type, and a text file's page count (a PDF's, None, is read in the sandbox
+    later, in a batch when there are several). A file that is a PDF is checked as one whatever
+    its name (a PDF named .txt is never decoded as text)."""
     check_size(name=name, size=len(data), max_bytes=max_bytes)
     suffix = PurePath(name).suffix.lower()
     if suffix == ".pdf" or (suffix == ".txt" and looks_like_pdf(data)):
         _pdf_prechecks(name, data)
         return MIME_PDF, None
     if suffix == ".txt":
-        text = decode_text(data)
-        if text is None:
-            raise UploadRefused(
-                code="not_text",
-                message=f"“{name}” is not a readable text file. Upload a .txt file saved as "
-                "UTF-8 or UTF-16, or the original PDF.",
-            )
-        if not text.strip():
-            raise UploadRefused(code="no_text", message=f"“{name}” contains no text.")
-        return MIME_TEXT, len(extract_text_file(text))
+        return MIME_TEXT, _text_in_sandbox(name, data, max_pages=max_pages, limits=limits)
     raise UploadRefused(
         code="unsupported",
         message=f"“{name}” is not a PDF or plain-text file. Upload .pdf or .txt files.",
@@ -195,7 +232,9 @@ def inspect_upload(
     """The cheap checks of one upload. A file that is a PDF is checked as one whatever its
     name (a PDF named .txt is never decoded as text); the PDF is opened only in the sandbox."""
     limits = limits or CheckLimits()
-    mime_type, page_count = _sniff(name, data, max_bytes=max_bytes)
+    mime_type, page_count = _sniff(
+        name, data, max_bytes=max_bytes, max_pages=max_pages, limits=limits
+    )
     if page_count is None:
         facts = _facts_in_sandbox(name, data, max_pages=max_pages, limits=limits)
         page_count = _page_count_from_facts(name, facts, limits=limits)
@@ -223,7 +262,9 @@ def inspect_uploads(
     sniffed: dict[int, tuple[str, int | None]] = {}
     for index, (name, data) in enumerate(files):
         try:
-            sniffed[index] = _sniff(name, data, max_bytes=max_bytes)
+            sniffed[index] = _sniff(
+                name, data, max_bytes=max_bytes, max_pages=max_pages, limits=limits
+            )
         except UploadRefused as refused:
             results[index] = refused
     pdfs = [index for index, (_, count) in sniffed.items() if count is None]

@@ -39,6 +39,55 @@ REFUSED = "destination_refused"  # the scheme, credentials or an address is not 
 UNRESOLVED = "dns_failed"  # the name does not resolve (may be temporary: retried)
 
 NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # IPv4 addresses embedded in IPv6 (RFC 6052)
+MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")  # IPv4-mapped: a dual-stack socket reaches it
+COMPATIBLE = ipaddress.IPv6Network("::/96")  # IPv4-compatible (deprecated), holds :: and ::1 too
+TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")  # IPv4-translated (SIIT)
+GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
+
+# What is not globally routable unicast, from IANA's special-purpose address registries, written
+# out here rather than taken from ipaddress's is_private/is_global alone: those flags have changed
+# between Python releases (3.11.7 calls ::127.0.0.1 and fec0::1 global) and the guard must not.
+# The first matching entry gives the reason; ipaddress's flags are asked after, as a second net.
+_IPV4_NOT_GLOBAL: tuple[tuple[str, str], ...] = (
+    ("0.0.0.0/8", "the unspecified address"),  # "this network"
+    ("127.0.0.0/8", "a loopback address"),
+    ("169.254.0.0/16", "a link-local address (cloud metadata services live there)"),
+    ("10.0.0.0/8", "a private address"),
+    ("172.16.0.0/12", "a private address"),
+    ("192.168.0.0/16", "a private address"),
+    ("100.64.0.0/10", "a private address"),  # shared address space (carrier-grade NAT)
+    ("192.0.0.0/24", "a reserved address"),  # IETF protocol assignments
+    ("192.0.2.0/24", "a documentation address"),
+    ("198.51.100.0/24", "a documentation address"),
+    ("203.0.113.0/24", "a documentation address"),
+    ("198.18.0.0/15", "a benchmarking address"),
+    ("192.88.99.0/24", "a reserved address"),  # 6to4 relay anycast (deprecated)
+    ("224.0.0.0/4", "a multicast address"),
+    ("240.0.0.0/4", "a reserved address"),  # and the broadcast address
+)
+_IPV6_NOT_GLOBAL: tuple[tuple[str, str], ...] = (
+    ("::/128", "the unspecified address"),
+    ("::1/128", "a loopback address"),
+    ("::/96", "an IPv4-compatible address (deprecated, not routed)"),
+    ("::ffff:0:0:0/96", "an IPv4-translated address (not routed)"),
+    ("64:ff9b:1::/48", "a local-use NAT64 address"),
+    ("100::/64", "a discard-only address"),
+    ("fe80::/10", "a link-local address (cloud metadata services live there)"),
+    ("fec0::/10", "a site-local address"),
+    ("fc00::/7", "a private address"),  # unique local
+    ("ff00::/8", "a multicast address"),
+    ("2001:db8::/32", "a documentation address"),
+    ("3fff::/20", "a documentation address"),
+    ("2001:2::/48", "a benchmarking address"),
+    ("2001::/32", "a Teredo tunnel address"),
+    ("2002::/16", "a 6to4 tunnel address"),
+    ("2001::/23", "a reserved address"),  # IETF protocol assignments (ORCHID and others)
+    ("5f00::/16", "a reserved address"),  # SRv6 segment identifiers
+)
+_NOT_GLOBAL: tuple[tuple[Network, str], ...] = tuple(
+    (ipaddress.ip_network(net), why) for net, why in (*_IPV4_NOT_GLOBAL, *_IPV6_NOT_GLOBAL)
+)
+
 # Forms of an IPv4 address that inet_aton reads besides dotted decimal: 2130706433, 0x7f000001,
 # 0177.0.0.1, 127.1. They name the same addresses, so they are read and checked as such.
 NUMERIC_HOST = re.compile(r"[0-9a-fA-FxX.]+")
@@ -83,7 +132,17 @@ def allowed_networks() -> list[Network]:
 
 
 def _kind(address: Address) -> str | None:
-    """Why ``address`` is not public (a few words), or None when it is."""
+    """Why ``address`` is not globally routable unicast (a few words), or None when it is."""
+    for network, why in _NOT_GLOBAL:
+        if address.version == network.version and address in network:
+            return why
+    if isinstance(address, ipaddress.IPv6Address) and address not in GLOBAL_UNICAST:
+        # Outside 2000::/3 only two forms name a public host: an IPv4-mapped address and the
+        # well-known NAT64 prefix (an IPv6-only network's DNS64 answers with it); both are judged
+        # by the IPv4 address they carry (refusal() asks that first).
+        if address not in MAPPED and address not in NAT64:
+            return "an address outside the global unicast range"
+        return None
     if address.is_loopback:
         return "a loopback address"
     if address.is_link_local:
@@ -100,24 +159,27 @@ def _kind(address: Address) -> str | None:
 
 
 def _embedded(address: Address) -> list[Address]:
-    """The address and the IPv4 addresses carried inside an IPv6 one (mapped, 6to4, Teredo,
-    NAT64): ``::ffff:127.0.0.1`` reaches 127.0.0.1 and is judged as that too."""
+    """The address and the IPv4 addresses carried inside an IPv6 one (mapped, compatible,
+    translated, 6to4, Teredo, NAT64): ``::ffff:127.0.0.1`` reaches 127.0.0.1 and is judged as
+    that too, so the reason given is the clearer one."""
     found: list[Address] = [address]
     if isinstance(address, ipaddress.IPv6Address):
+        low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
         if address.ipv4_mapped is not None:
             found.append(address.ipv4_mapped)
-        if address.sixtofour is not None:
+        elif address.sixtofour is not None:
             found.append(address.sixtofour)
-        if address.teredo is not None:
+        elif address.teredo is not None:
             found.extend(address.teredo)
-        if address in NAT64:
-            found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+        elif any(address in n for n in (NAT64, COMPATIBLE, TRANSLATED)) and int(address) > 1:
+            found.append(low32)
     return found
 
 
 def refusal(address: Address, networks: Sequence[Network] | None = None) -> str | None:
     """Why a connection to ``address`` is not allowed, or None: an address in an allowed
-    network is allowed; any other must be public, as must every address carried inside it."""
+    network is allowed; any other must be globally routable unicast, as must every address
+    carried inside it."""
     networks = allowed_networks() if networks is None else networks
     if any(address.version == n.version and address in n for n in networks):
         return None

@@ -32,6 +32,7 @@ from django_scim.middleware import SCIMAuthCheckMiddleware
 from django_scim.models import SCIMServiceProviderConfig
 
 from core.errors import Refused
+from core.ratelimit import rate_check
 from integrations import provisioning
 from integrations.models import ScimGroup, ScimUser
 
@@ -71,6 +72,18 @@ class ScimBearerAuth(SCIMAuthCheckMiddleware):
         if scheme.lower() != "bearer" or not token_valid(token.strip()):
             response = _scim_error(401, "A valid bearer token is required.")
             response["WWW-Authenticate"] = 'Bearer realm="scim"'
+            return response
+        try:
+            rate_check(
+                scope="scim",
+                key=token_hash(token.strip()),
+                limit=settings.SCIM_RATE_LIMIT,
+                window=settings.RATE_LIMIT_WINDOW_SECONDS,
+                what="the SCIM token",
+            )
+        except Refused as refused:
+            response = _scim_error(429, refused.message)
+            response["Retry-After"] = str(refused.extra["retry_after"])
             return response
         return None
 

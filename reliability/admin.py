@@ -8,6 +8,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.admin import ReadOnlyAdmin
+from reliability import training
 from reliability.models import (
     ApiToken,
     Attempt,
@@ -18,6 +19,7 @@ from reliability.models import (
     LearningAttempt,
     LearningPin,
     LLMResponse,
+    Revocation,
     Run,
     TrainedClassifierModel,
 )
@@ -131,7 +133,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         "state",
         "revoked",
     )
-    list_filter = ("revoked", ExpiredFilter)
+    list_filter = ("revoked", "revoked_by", ExpiredFilter)
     readonly_fields = (
         "user",
         "name",
@@ -153,10 +155,24 @@ class ApiTokenAdmin(admin.ModelAdmin):
         "revoked",
     )
 
+    def get_readonly_fields(self, request: Any, obj: Any = None) -> Any:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if obj is not None and obj.revoked and not request.user.is_superuser:
+            # Ended access stays ended: only a superuser restores a revoked token (a read-only
+            # field, so a forged POST is ignored too); the state says who ended it.
+            return (*fields, "revoked")
+        return fields
+
+    def save_model(self, request: Any, obj: ApiToken, form: Any, change: bool) -> None:
+        if "revoked" in form.changed_data:
+            obj.revoked_by = Revocation.ADMIN if obj.revoked else ""
+        super().save_model(request, obj, form, change)
+
     @admin.display(description="State")
     def state(self, obj: ApiToken) -> str:
         if obj.revoked:
-            return "revoked"
+            why = Revocation(obj.revoked_by).label if obj.revoked_by else "revoked"
+            return f"revoked: {why}. Only a superuser can restore it."
         if obj.expired():
             return "expired"
         if not obj.user.is_active:
@@ -197,6 +213,7 @@ class TrainedClassifierModelAdmin(ReadOnlyAdmin):
         "heldout_documents",
         "heldout_accuracy",
         "pinned",
+        "signature",
         "trained_at",
     )
     list_filter = ("active", "source")
@@ -215,6 +232,7 @@ class TrainedClassifierModelAdmin(ReadOnlyAdmin):
         "activated_at",
         "decision",
         "blob_sha256",
+        "signature",
     )
     readonly_fields = fields
 
@@ -225,6 +243,11 @@ class TrainedClassifierModelAdmin(ReadOnlyAdmin):
     def heldout_accuracy(self, obj: TrainedClassifierModel) -> str:
         figures = (obj.metrics or {}).get("candidate") or {}
         return f"{figures['accuracy']:.3f}" if "accuracy" in figures else "-"
+
+    @admin.display(description="signature")
+    def signature(self, obj: TrainedClassifierModel) -> str:
+        # A refused model is said so here, not only in a log line: it is never used.
+        return training.model_check(obj).message
 
     @admin.display(description="pinned", boolean=True)
     def pinned(self, obj: TrainedClassifierModel) -> bool:

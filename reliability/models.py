@@ -298,6 +298,15 @@ class Extraction(models.Model):
         return f"Extraction {self.pk} {self.doc_type} ({self.status})"
 
 
+class Revocation(models.TextChoices):
+    """Who ended a token: an ended token is restored only by a superuser (reliability.admin),
+    whoever ended it, so an Admin cannot undo what the identity provider decided."""
+
+    IDENTITY_PROVIDER = "identity_provider", "the identity provider ended the account's access"
+    ADMIN = "admin", "an administrator revoked it"
+    ACCOUNT_DEACTIVATED = "account_deactivated", "an administrator deactivated its account"
+
+
 class ApiToken(models.Model):
     """A bearer token for the JSON API. Only its SHA-256 is stored; the key is shown once.
     Every token expires (``expires_at``, API_TOKEN_DAYS after it was made); it is revoked at
@@ -313,6 +322,9 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField()
     revoked = models.BooleanField(default=False)
+    # Why it was revoked (a Revocation code; blank while live, or for tokens revoked before
+    # reasons were kept).
+    revoked_by = models.CharField(max_length=32, blank=True, choices=Revocation.choices)
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"

@@ -229,10 +229,14 @@ def learning_overview(*, now: datetime | None = None) -> dict[str, Any]:
     by_source = grouped("learning__source")
     by_uploader = grouped("document__uploaded_by__username")
     pin = LearningPin.objects.select_related("model", "pinned_by").first()
+    from reliability.training import model_check
+
     return {
         "daily": daily,
         "activations": activations,
         "active": active,
+        # A model that fails its signature is not used: the page says so (not a log line).
+        "active_check": model_check(active) if active is not None else None,
         "pin": pin,
         "attempt": attempt,
         "thresholds": attempt.thresholds if attempt is not None else [],

@@ -45,7 +45,7 @@ from reliability import deid, hooks, learning, llm_runtime, training
 from reliability.fields import classification_templates, fields_extract, fields_save, form_issues
 from reliability.jobs import RUN
 from reliability.learner import ChainResult
-from reliability.models import ApiToken, Attempt, Extraction, Issue, Run
+from reliability.models import ApiToken, Attempt, Extraction, Issue, Revocation, Run
 
 logger = logging.getLogger(__name__)
 
@@ -599,9 +599,10 @@ def api_token_authenticate(*, key: str) -> ApiToken:
     return token
 
 
-def api_tokens_revoke(*, user: Any) -> int:
-    """Revoke every live token of ``user`` (its account was deactivated): how many."""
-    return ApiToken.objects.filter(user=user, revoked=False).update(revoked=True)
+def api_tokens_revoke(*, user: Any, by: str = Revocation.IDENTITY_PROVIDER) -> int:
+    """Revoke every live token of ``user`` (its account was deactivated; ``by``, a Revocation
+    code, says who ended it): how many."""
+    return ApiToken.objects.filter(user=user, revoked=False).update(revoked=True, revoked_by=by)
 
 
 # -- retention (documents.retention, wired by config.wiring) -------------------------------------

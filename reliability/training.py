@@ -53,8 +53,50 @@ class Record:
         return "\n\n".join(self.pages)
 
 
+def _derived(secret: str) -> bytes:
+    # A key of its own for model signing, derived from a secret key (never the key itself).
+    return hashlib.sha256(b"vetted-trained-classifier\x00" + secret.encode()).digest()
+
+
 def signing_key() -> bytes:
-    return hashlib.sha256(b"vetted-trained-classifier\x00" + settings.SECRET_KEY.encode()).digest()
+    """The key new models are signed with: derived from SECRET_KEY."""
+    return _derived(settings.SECRET_KEY)
+
+
+def signing_keys() -> list[bytes]:
+    """Every key a stored model may be signed with: SECRET_KEY's first, then those of
+    SECRET_KEY_FALLBACKS (Django's rotation list), so a rotated key keeps models loading."""
+    return [signing_key(), *(_derived(k) for k in settings.SECRET_KEY_FALLBACKS)]
+
+
+# A model's standing, shown on the admin and metrics pages (codes; messages for people).
+MODEL_TRUSTED = "trusted"
+MODEL_REFUSED = "refused"
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    code: str  # MODEL_TRUSTED or MODEL_REFUSED
+    message: str
+
+
+def model_check(row: TrainedClassifierModel) -> ModelCheck:
+    """Whether the stored model would load: its bytes match their hash and one of
+    ``signing_keys`` signed them. Cheap (a hash and an HMAC, no parsing)."""
+    blob = bytes(row.blob)
+    if hashlib.sha256(blob).hexdigest() != row.blob_sha256:
+        return ModelCheck(MODEL_REFUSED, "Refused: the stored bytes do not match their hash.")
+    index = trained.signed_with(blob, signing_keys())
+    if index is None:
+        return ModelCheck(
+            MODEL_REFUSED,
+            "Refused: its signature matches neither SECRET_KEY nor SECRET_KEY_FALLBACKS "
+            "(changed after it was stored, or signed with a key no longer listed). It is not "
+            "used; retrain, or put the old key in SECRET_KEY_FALLBACKS.",
+        )
+    if index > 0:
+        return ModelCheck(MODEL_TRUSTED, "Signed with a fallback key: re-signed when next loaded.")
+    return ModelCheck(MODEL_TRUSTED, "Signature verified.")
 
 
 def held_back(key: str) -> bool:
@@ -318,6 +360,15 @@ def load_row(row: TrainedClassifierModel) -> trained.TrainedModel:
     blob = bytes(row.blob)
     if hashlib.sha256(blob).hexdigest() != row.blob_sha256:
         raise trained.UntrustedModel(f"Model {row.pk}: stored bytes do not match their hash.")
+    index = trained.signed_with(blob, signing_keys())
+    if index is not None and index > 0:
+        # Signed with a key SECRET_KEY_FALLBACKS still lists: re-signed with the current one,
+        # so the old key can be dropped from the list once every model has been loaded.
+        blob = trained.resign(blob, signing_key())
+        TrainedClassifierModel.objects.filter(pk=row.pk).update(
+            blob=blob, blob_sha256=hashlib.sha256(blob).hexdigest()
+        )
+        logger.info("trained classifier %s re-signed with the current key", row.pk)
     model = trained.load(blob, signing_key())
     with _cache_lock:
         _cache.clear()  # one model in memory: the one in use
@@ -343,7 +394,10 @@ def active_model() -> trained.TrainedModel | None:
 
 
 def load_file(path: Path) -> trained.TrainedModel:
-    return trained.load(path.read_bytes(), signing_key())
+    blob = path.read_bytes()
+    keys = signing_keys()
+    index = trained.signed_with(blob, keys)
+    return trained.load(blob, keys[index or 0])  # no match: refused with load's reason
 
 
 # -- cross-validation ----------------------------------------------------------------------------

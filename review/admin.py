@@ -10,6 +10,8 @@ from django.contrib.auth.models import Group, Permission
 from django.http import HttpRequest
 
 from core.admin import ReadOnlyAdmin
+from reliability.models import Revocation
+from reliability.services import api_tokens_revoke
 from review.models import (
     AuditEvent,
     AuditSample,
@@ -131,7 +133,11 @@ class GuardedUserAdmin(UserAdmin):
     the Admins role. They give roles through the groups, and only groups within that role; an
     account holding more (a superuser above all) they may see but not change, reset, deactivate
     or delete, and no one becomes a superuser or gets single permissions by their hand.
-    Superusers keep Django's full user admin."""
+    Superusers keep Django's full user admin.
+
+    Ended access stays ended: a deactivated account (by the identity provider or by an Admin)
+    is reactivated only by the identity provider (SCIM) or a superuser; an Admin sees why the
+    box cannot be ticked. Deactivating an account here revokes its API tokens."""
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         if obj is not None and _limited(request) and holds_beyond_admins(obj):
@@ -146,9 +152,33 @@ class GuardedUserAdmin(UserAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = tuple(super().get_readonly_fields(request, obj))
+        if obj is not None and not obj.is_active:
+            fields = (*fields, "access_ended")
         if not _limited(request):
             return fields
+        if obj is not None and not obj.is_active:
+            fields = (*fields, "is_active")  # a read-only field: a forged POST is ignored
         return (*fields, "is_superuser", "user_permissions")
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        fieldsets = list(super().get_fieldsets(request, obj))
+        if obj is not None and not obj.is_active:
+            fieldsets.insert(1, ("Access ended", {"fields": ("access_ended",)}))
+        return fieldsets
+
+    @admin.display(description="Why")
+    def access_ended(self, obj: Any) -> str:
+        # The reverse accessor of integrations.ScimUser, read without importing that app.
+        if getattr(obj, "scim_user", None) is not None:
+            who = "The identity provider (SCIM) manages this account and it is deactivated"
+        else:
+            who = "This account was deactivated (by the identity provider or an administrator)"
+        return f"{who}: only the identity provider or a superuser can reactivate it."
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if change and "is_active" in form.changed_data and not obj.is_active:
+            api_tokens_revoke(user=obj, by=Revocation.ACCOUNT_DEACTIVATED)
 
     def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "groups" and _limited(request):

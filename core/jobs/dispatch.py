@@ -61,7 +61,10 @@ def send(work: Work, rows: Iterable[tuple[Any, ...]], *, mark_unreachable: bool)
         queue = None if jobs_run_inline() else get_queue()  # one connection for both
         missing = jobs_missing(by_job, connection=queue and queue.connection)
         calls = [(_argument(pk), job_id) for job_id, pk in by_job.items() if job_id in missing]
-        push(work.func, calls, queue=queue, background=work.background_inline)
+        background = work.background_inline
+        if callable(background):
+            background = bool(calls) and queue is None and background([pk for pk, _ in calls])
+        push(work.func, calls, queue=queue, background=bool(background))
     except RedisError as exc:
         logger.warning("could not queue %s %s job(s): %s", len(by_job), work.name, exc)
         if mark_unreachable:

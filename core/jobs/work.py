@@ -53,7 +53,8 @@ class Work:
     - ``label``: what a row is, for people ("document(s)").
     - ``background_inline``: without Redis, run the job in the process's background thread
       (core.jobs.queue) rather than in the caller: for work that the request which queued it
-      should not wait for (drawing page images ahead of the review pages).
+      should not wait for (drawing page images ahead of the review pages). A callable decides
+      per batch from the pks being sent (reading a long PDF, which may need OCR of every page).
     """
 
     name: str
@@ -76,7 +77,7 @@ class Work:
     on_claim: Callable[[datetime], Fields] = _no_fields
     on_requeue: Callable[[datetime], Fields] = _no_fields
     generation: str | None = None
-    background_inline: bool = False
+    background_inline: bool | Callable[[list[Any]], bool] = False
 
     def __post_init__(self) -> None:
         if (self.waiting is None) != (self.due is None):

@@ -541,6 +541,25 @@ def load(blob: bytes, key: bytes) -> TrainedModel:
         raise UntrustedModel(f"The model file cannot be read: {exc}") from None
 
 
+def signed_with(blob: bytes, keys: list[bytes]) -> int | None:
+    """Which of ``keys`` signed ``blob`` (its index), or None: how a model signed before a key
+    rotation is recognised by the key it was signed with (a fallback) and then re-signed."""
+    if not blob.startswith(FORMAT):
+        return None
+    signature, _, payload = blob[len(FORMAT) :].partition(b"\n")
+    for index, key in enumerate(keys):
+        if hmac.compare_digest(signature, _sign(key, payload)):
+            return index
+    return None
+
+
+def resign(blob: bytes, key: bytes) -> bytes:
+    """``blob`` with its signature made by ``key``; the payload is unchanged, byte for byte.
+    The caller has checked the old signature (``signed_with``)."""
+    _signature, _, payload = blob[len(FORMAT) :].partition(b"\n")
+    return FORMAT + _sign(key, payload) + b"\n" + payload
+
+
 def _relabel(segment: Segment, new: DocType, confidence: float) -> Segment:
     """The segment with ``new`` as its dominant type: it takes the PRIMARY presence and the
     largest share; the old dominant type becomes a mention (keeping its evidence)."""

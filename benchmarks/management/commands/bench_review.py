@@ -4,6 +4,7 @@ import http.cookiejar
 import json
 import os
 import random
+import secrets
 import socket
 import statistics
 import subprocess
@@ -393,6 +394,9 @@ class Command(BaseCommand):
     def _serve_and_time(self, requests: int) -> dict[str, list[float]]:
         port = _free_port()
         env = {**os.environ, "DEBUG": "0", "DJANGO_SETTINGS_MODULE": "config.settings"}
+        # With DEBUG off the server refuses the public default key (config.env): a key of its
+        # own (it signs the sessions it makes itself).
+        env.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
         server = subprocess.Popen(
             [
                 sys.executable,
