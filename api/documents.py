@@ -101,8 +101,8 @@ def submit(request: HttpRequest) -> Status[dict[str, Any]]:
     is over UPLOAD_MAX_BYTES. 200 with ``duplicate: true``: this token's user had already
     submitted the same file; the body is that document's handle. 503: stored but not queued
     (the job queue is unreachable); the document is queued by itself when the queue is back,
-    and re-uploading gives this same document. 409: another account submitted the same file (nothing about it
-    is said)."""
+    and re-uploading gives this same document. 409: another account submitted the same file
+    (nothing about it is said)."""
     if not request.user.has_perm(ADD_PERMISSION):
         raise Refused(
             status=403, message="This token's user may not submit documents.", code="forbidden"

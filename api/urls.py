@@ -25,6 +25,7 @@ from engine.llm import providers
 
 logger = logging.getLogger(__name__)
 
+
 class VettedApi(NinjaAPI):
     def get_openapi_schema(self, *args: Any, **kwargs: Any) -> Any:
         """The schema of what this server serves: /evaluate/ only where a language model is
