@@ -20,6 +20,7 @@ from api.schemas import (
     DocumentStatus,
     DocumentType,
     IsoDate,
+    JsonBool,
     NotQueued,
     ProcessingState,
     RunDecision,
@@ -59,6 +60,15 @@ def _options(request: HttpRequest) -> ProcessingOptions:
             )
     else:
         raw = {k: v for k, v in request.POST.items() if k != "options"}
+        for name, field in ProcessingOptions.model_fields.items():
+            # A form's boolean is "true" or "false", as the schema says (pydantic would also
+            # read 0, 1, yes, no, on and off).
+            if field.annotation is bool and raw.get(name, "true") not in ("true", "false"):
+                raise Refused(
+                    status=400,
+                    message=f"Invalid options: {name}: use true or false.",
+                    code="invalid_options",
+                )
     try:
         return ProcessingOptions.model_validate(raw)
     except ValidationError as exc:
@@ -190,7 +200,7 @@ def status(request: HttpRequest, document_id: UUID) -> dict[str, Any]:
     response={200: DocumentResult, **errors(404, 409)},
     exclude_unset=True,
 )
-def result(request: HttpRequest, document_id: UUID, history: bool = False) -> dict[str, Any]:
+def result(request: HttpRequest, document_id: UUID, history: JsonBool = False) -> dict[str, Any]:
     document = own_document(request, document_id)
     standing = document_standing(document)
     if standing.truth is None and standing.packet is None:

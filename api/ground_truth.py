@@ -13,7 +13,7 @@ from ninja import Router
 
 from api.access import may_read_all, own_document, processing_status
 from api.documents import HELD_BACK
-from api.schemas import DocumentType, IsoDate, TruthSource, errors
+from api.schemas import DocumentType, IsoDate, JsonBool, TruthSource, errors
 from core.errors import Refused
 from review.exports import (
     CONTENT_TYPES,
@@ -91,9 +91,9 @@ def ground_truth_export(
     source: TruthSource | None = None,
     start: IsoDate | None = None,
     end: IsoDate | None = None,
-    all_versions: bool = False,
+    all_versions: JsonBool = False,
     state: ExportState | None = None,
-    deidentify: bool = False,
+    deidentify: JsonBool = False,
 ) -> HttpResponseBase:
     if start and end and end < start:  # a range, in either order
         start, end = end, start
@@ -132,7 +132,7 @@ def ground_truth_export(
     },
 )
 def document_fhir(
-    request: HttpRequest, document_id: UUID, all_versions: bool = False
+    request: HttpRequest, document_id: UUID, all_versions: JsonBool = False
 ) -> HttpResponseBase:
     document = own_document(request, document_id)
     if not label_view(request.user, document).everything:

@@ -38,6 +38,17 @@ def _iso_date(value: Any) -> Any:
 IsoDate = Annotated[date, BeforeValidator(_iso_date)]
 
 
+def _json_boolean(value: Any) -> Any:
+    """A boolean in a query string or form field is ``true`` or ``false``, as the schema says
+    (pydantic would also read 0, 1, yes, no, on and off)."""
+    if isinstance(value, str) and value not in ("true", "false"):
+        raise ValueError("use true or false")
+    return value
+
+
+JsonBool = Annotated[bool, BeforeValidator(_json_boolean)]
+
+
 class Error(Schema):
     """Every error under /api/ (any status): a message for people, a code for programs."""
 
