@@ -61,9 +61,9 @@ def _options(request: HttpRequest) -> ProcessingOptions:
     else:
         raw = {k: v for k, v in request.POST.items() if k != "options"}
         for name, field in ProcessingOptions.model_fields.items():
-            # A form's boolean is "true" or "false", as the schema says (pydantic would also
-            # read 0, 1, yes, no, on and off).
-            if field.annotation is bool and raw.get(name, "true") not in ("true", "false"):
+            # A form's boolean is true or false, as the schema says, in any case (a generated
+            # client sends Python's "True"); pydantic would also read 0, 1, yes, no, on, off.
+            if field.annotation is bool and raw.get(name, "true").lower() not in ("true", "false"):
                 raise Refused(
                     status=400,
                     message=f"Invalid options: {name}: use true or false.",
@@ -95,6 +95,7 @@ def _links(document: Document) -> dict[str, str]:
 @router.post(
     "/documents/",
     url_name="submit",
+    operation_id="submit_document",
     summary="Submit a document (PDF or text) with processing options",
     response={202: Submitted, 200: Submitted, **errors(409), 503: NotQueued},
     openapi_extra={
@@ -163,6 +164,7 @@ def submit(request: HttpRequest) -> Status[dict[str, Any]]:
 @router.get(
     "/documents/{uuid:document_id}/",
     url_name="status",
+    operation_id="document_status",
     summary="Processing status",
     response={200: DocumentStatus, **errors(404)},
     exclude_unset=True,
@@ -190,6 +192,7 @@ def status(request: HttpRequest, document_id: UUID) -> dict[str, Any]:
 @router.get(
     "/documents/{uuid:document_id}/result/",
     url_name="result",
+    operation_id="document_result",
     summary="The document's label (its standing ground truth), segments, fields and loop metadata",
     description="Answers from where the document's label stands, not from the latest run: "
     "`label.state` says whether the label is final, provisional (a blind audit, second review "
@@ -272,6 +275,7 @@ def result(request: HttpRequest, document_id: UUID, history: JsonBool = False) -
 @router.get(
     "/documents/",
     url_name="documents",
+    operation_id="list_documents",
     summary="List your documents, newest first, a page at a time",
     description="Cursor pagination: follow `next_cursor` until it is null. Filters combine. "
     "`type`, `source` and `label_state` filter on the document's standing label, and leave out "

@@ -33,6 +33,7 @@ LLM_NOT_CONFIGURED = (
 @router.post(
     "/evaluate/",
     url_name="evaluate",
+    operation_id="evaluate_documents",
     summary="Ask a language model about your documents: filter, score, extract, extract_fields",
     description=(
         f"Runs one operation over up to {MAX_DOCUMENTS} of your own documents with bounded "

@@ -70,6 +70,7 @@ def _export(
 @router.get(
     "/ground-truth/",
     url_name="ground_truth",
+    operation_id="export_ground_truth",
     summary="Export ground truth: jsonl, csv, fhir (R4 Bundle), parquet or hf (zip)",
     description="A token whose user may read every document (the Admins role's export "
     "permission) sees every record; any other token sees the records of the documents it "
@@ -120,6 +121,7 @@ def ground_truth_export(
 @router.get(
     "/documents/{uuid:document_id}/fhir/",
     url_name="document_fhir",
+    operation_id="document_fhir",
     summary="The document's ground truth as a FHIR R4 Bundle",
     response={200: None, **errors(404, 409)},
     openapi_extra={

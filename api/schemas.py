@@ -39,9 +39,9 @@ IsoDate = Annotated[date, BeforeValidator(_iso_date)]
 
 
 def _json_boolean(value: Any) -> Any:
-    """A boolean in a query string or form field is ``true`` or ``false``, as the schema says
-    (pydantic would also read 0, 1, yes, no, on and off)."""
-    if isinstance(value, str) and value not in ("true", "false"):
+    """A boolean in a query string or form field is ``true`` or ``false`` (in any case), as
+    the schema says (pydantic would also read 0, 1, yes, no, on and off)."""
+    if isinstance(value, str) and value.lower() not in ("true", "false"):
         raise ValueError("use true or false")
     return value
 

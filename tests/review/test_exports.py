@@ -455,9 +455,12 @@ def test_the_hugging_face_folder_loads_with_datasets_and_its_card_says_what_is_i
     assert names == {str(i): label for i, label in enumerate(LABELS)}
     per_split = Counter(dataset_split(t.document_id) for t in ground_truth_selection(state=FINAL))
     assert set(per_split) == set(HF_SPLITS)  # the packet's document lands in one of them
-    assert meta["dataset_info"]["splits"] == [
-        {"name": split, "num_examples": per_split[split]} for split in HF_SPLITS
-    ]
+    # num_bytes too (the datasets library warns without it): the rows' Arrow size.
+    assert all(split["num_bytes"] > 0 for split in meta["dataset_info"]["splits"])
+    assert [
+        {k: v for k, v in split.items() if k != "num_bytes"}
+        for split in meta["dataset_info"]["splits"]
+    ] == [{"name": split, "num_examples": per_split[split]} for split in HF_SPLITS]
     assert meta["configs"][0]["data_files"] == [
         {"split": split, "path": f"data/{split}-00000-of-00001.parquet"} for split in HF_SPLITS
     ]
@@ -848,7 +851,10 @@ def test_the_dataset_splits_by_document_the_same_way_every_time(reviewer, tmp_pa
         }
         for split in HF_SPLITS
     }
-    assert meta["dataset_info"]["splits"] == [
+    assert [
+        {k: v for k, v in split.items() if k != "num_bytes"}
+        for split in meta["dataset_info"]["splits"]
+    ] == [
         {"name": split, "num_examples": len(splits[split])}
         for split in HF_SPLITS
         if split in splits
