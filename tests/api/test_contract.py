@@ -3,7 +3,7 @@ by a live server, as an integration engineer would run it (``schemathesis run <s
 all``): every status, body and content type the server answers is in the schema, every request
 the schema allows is served, every request it forbids is refused, and no request is a 5xx.
 
-Sized for CI (SCHEMATHESIS_MAX_EXAMPLES, 8 by default; the nightly profile sets more). Uploads
+Sized for CI (SCHEMATHESIS_MAX_EXAMPLES, 6 by default; scripts/test.sh --long may set more). Uploads
 go to a real Redis queue that no worker reads, so the contract is measured on the API alone."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tests.conftest import ready_document
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
-EXAMPLES = int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "8"))
+EXAMPLES = int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "6"))
 
 
 def contract_run(url: str, token: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -52,7 +52,9 @@ def contract_run(url: str, token: str, tmp_path: Path) -> subprocess.CompletedPr
     )
 
 
-@pytest.mark.parametrize("role", ["reviewer", "admin"])
+# CI runs the contract as an Admin's token (every document); the nightly profile also as a
+# Reviewer's (its own documents only).
+@pytest.mark.parametrize("role", ["admin", pytest.param("reviewer", marks=pytest.mark.long)])
 def test_the_api_keeps_its_schema_under_every_check(
     live_server, redis_url, django_user_model, role, tmp_path
 ):
@@ -69,7 +71,8 @@ def test_the_api_keeps_its_schema_under_every_check(
     assert run.returncode == 0, summary
     assert "No issues found" in run.stdout or " passed" in run.stdout, summary
     operations = re.search(r"Selected: (\d+)/(\d+)", run.stdout)
-    assert operations and operations.group(1) == operations.group(2) == "7", summary
+    # Six operations: /evaluate/ is in the schema only where a language model is configured.
+    assert operations and operations.group(1) == operations.group(2) == "6", summary
     generated = re.search(r"(\d+) generated", run.stdout)
     assert generated and int(generated.group(1)) >= 7 * EXAMPLES, summary
     print(f"schemathesis ({role}): {operations.group(1)} operations, {generated.group(1)} cases")
