@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,8 @@ def contract_run(url: str, token: str, tmp_path: Path) -> subprocess.CompletedPr
             "20261128",
             "--request-timeout",
             "30",
+            "--wait-for-schema",
+            "120",
             "--no-color",
             "--report-dir",
             str(tmp_path),
@@ -65,6 +68,9 @@ def test_the_api_keeps_its_schema_under_every_check(
     ready_document("SURGICAL PATHOLOGY REPORT\n\nFINAL DIAGNOSIS: benign.", uploaded_by=user)
     token = api_token_create(user=user, name="contract")[1]
 
+    # The first request warms the live server (imports, the schema's generation), which takes
+    # seconds on a loaded machine: schemathesis's own schema request would time out.
+    urllib.request.urlopen(f"{live_server.url}/api/v1/openapi.json", timeout=120).read()
     run = contract_run(live_server.url, token, tmp_path)
 
     summary = run.stdout[-3000:]
