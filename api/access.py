@@ -4,6 +4,7 @@ stands. Every document read in the API goes through here."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -12,6 +13,8 @@ from django.http import HttpRequest
 from core.errors import Refused
 from documents.models import Document
 from reliability.models import Run
+from review.models import GroundTruth, ReviewPacket
+from review.selectors import current_ground_truth
 
 # The Admins role's permission that opens the whole corpus: the one that exports every
 # document's ground truth (review.roles.ROLE_PERMISSIONS), so what a token may read and what
@@ -33,7 +36,7 @@ def own_document(request: HttpRequest, document_id: UUID) -> Document:
         documents = documents.filter(uploaded_by_id=request.user.pk)
     document = documents.filter(pk=document_id).first()
     if document is None:
-        raise Refused(status=404, message="No such document for this token.")
+        raise Refused(status=404, message="No such document for this token.", code="not_found")
     return document
 
 
@@ -55,3 +58,36 @@ def processing_status(document: Document) -> tuple[str, Run | None]:
     if run.status == Run.Status.FAILED:
         return "failed", run
     return "completed", run
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where a document's label stands, whatever ran last: its standing ground truth and the
+    state of that version, or the open packet it waits in. The run is the one the label (or
+    the packet) comes from, not necessarily the latest: a re-run never replaces either."""
+
+    state: str  # final, provisional, awaiting_review or none
+    truth: GroundTruth | None
+    packet: ReviewPacket | None
+    run: Run | None
+
+
+def document_standing(document: Document) -> Standing:
+    truth = current_ground_truth(document)
+    open_packet = (
+        ReviewPacket.objects.filter(document=document, status__in=ReviewPacket.OPEN_STATUSES)
+        .select_related("run")
+        .order_by("-created_at")
+        .first()
+    )
+    if truth is not None:
+        packet = ReviewPacket.objects.filter(run_id=truth.run_id).first() if truth.run_id else None
+        run = truth.run if truth.run_id else latest_run(document)
+        return Standing(state=truth.state, truth=truth, packet=packet, run=run)
+    if open_packet is not None:
+        return Standing(
+            state="awaiting_review", truth=None, packet=open_packet, run=open_packet.run
+        )
+    run = latest_run(document)
+    packet = ReviewPacket.objects.filter(run=run).first() if run else None
+    return Standing(state="none", truth=None, packet=packet, run=run)

@@ -25,12 +25,15 @@ class bearer(HttpBearer):
     it expires, when its user is deactivated, and when its user loses its role."""
 
     def __call__(self, request: HttpRequest) -> Any:
-        header = request.headers.get("Authorization", "")
-        if not header.startswith("Bearer "):
+        scheme, _, key = request.headers.get("Authorization", "").strip().partition(" ")
+        # RFC 9110: the scheme is case-insensitive ("bearer", "BEARER").
+        if scheme.lower() != "bearer" or not key.strip():
             raise Refused(
-                status=401, message="Authentication required: send 'Authorization: Bearer <token>'."
+                status=401,
+                message="Authentication required: send 'Authorization: Bearer <token>'.",
+                code="unauthenticated",
             )
-        return self.authenticate(request, header[7:].strip())
+        return self.authenticate(request, key.strip())
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
         found = api_token_authenticate(key=token)  # Refused (401) when not live

@@ -7,10 +7,10 @@ from uuid import UUID
 
 from django.http import HttpRequest
 from django.utils import timezone
-from ninja import Router
+from ninja import Body, Router
 
 from api.access import own_document
-from api.schemas import Error, EvaluationResponse
+from api.schemas import EvaluateBody, EvaluationResponse, errors
 from core.errors import Refused
 from reliability import llm_runtime
 from reliability.evaluations import (
@@ -33,6 +33,7 @@ LLM_NOT_CONFIGURED = (
 @router.post(
     "/evaluate/",
     url_name="evaluate",
+    operation_id="evaluate_documents",
     summary="Ask a language model about your documents: filter, score, extract, extract_fields",
     description=(
         f"Runs one operation over up to {MAX_DOCUMENTS} of your own documents with bounded "
@@ -46,16 +47,10 @@ LLM_NOT_CONFIGURED = (
         "llm_budget_spent, with Retry-After). Without a language model configured the answer "
         "is 503 (code llm_not_configured)."
     ),
-    response={
-        200: EvaluationResponse,
-        400: Error,
-        401: Error,
-        404: Error,
-        429: Error,
-        503: Error,
-    },
+    response={200: EvaluationResponse, **errors(404, 503)},
 )
-def evaluate(request: HttpRequest, body: EvaluateRequest) -> dict[str, Any]:
+def evaluate(request: HttpRequest, body: Body[EvaluateBody]) -> dict[str, Any]:  # type: ignore[type-arg]
+    asked = _evaluate_request(body)
     client = llm_runtime.client_for_evaluation()
     if client is None:
         raise Refused(status=503, message=LLM_NOT_CONFIGURED, code="llm_not_configured")
@@ -72,21 +67,30 @@ def evaluate(request: HttpRequest, body: EvaluateRequest) -> dict[str, Any]:
             },
         )
     documents = []
-    for raw in body.documents:
+    for raw in asked.documents:
         try:
             documents.append(own_document(request, UUID(raw)))
-        except ValueError:
-            raise Refused(status=400, message=f"Not a document id: {raw!r}.") from None
         except Refused:
-            raise Refused(status=404, message=f"No such document for this token: {raw}.") from None
-    results = documents_evaluate(client=client, request=body, documents=documents)
+            raise Refused(
+                status=404, message=f"No such document for this token: {raw}.", code="not_found"
+            ) from None
+    results = documents_evaluate(client=client, request=asked, documents=documents)
     usage = client.usage()
     evaluation_record(
-        user=request.user, request=body, results=results, usage=usage, model=client.model
+        user=request.user, request=asked, results=results, usage=usage, model=client.model
     )
     return {
-        "operation": body.operation,
+        "operation": asked.operation,
         "model": client.model,
         "results": results,
         "usage": {k: v for k, v in usage.items() if k != "log"},
     }
+
+
+def _evaluate_request(body: Any) -> EvaluateRequest:
+    """The operation's request as the evaluation service takes it. A score's ends may come in
+    either order."""
+    values = body.model_dump(mode="json")
+    if values["operation"] == "score" and values["low"] > values["high"]:
+        values["low"], values["high"] = values["high"], values["low"]
+    return EvaluateRequest.model_validate(values)

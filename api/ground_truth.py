@@ -3,7 +3,6 @@ and the same audit (review.exports.export_response)."""
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Literal
 from uuid import UUID
 
@@ -14,9 +13,8 @@ from ninja import Router
 
 from api.access import may_read_all, own_document, processing_status
 from api.documents import HELD_BACK
-from api.schemas import Error
+from api.schemas import DocumentType, IsoDate, JsonBool, TruthSource, errors
 from core.errors import Refused
-from engine.schemas import DOC_TYPES
 from review.exports import (
     CONTENT_TYPES,
     FORMATS,
@@ -30,14 +28,18 @@ from review.selectors import ground_truth_selection
 from review.visibility import label_view, visible_truth
 
 router = Router(tags=["ground truth"])
-DOCUMENT_TYPES = [t.value for t in DOC_TYPES]
 
 ExportFormat = Literal["jsonl", "csv", "fhir", "parquet", "hf"]
 assert set(ExportFormat.__args__) == set(FORMATS)  # type: ignore[attr-defined]
+ExportState = Literal["all", "final", "provisional"]
+# A FHIR Bundle is a JSON object; the other formats are files.
 FILE_RESPONSE = {
-    "description": "The export file (a zip of the dataset folder for hf).",
+    "description": "The export file (a zip of the dataset folder for hf; a FHIR Bundle for fhir).",
     "content": {
-        CONTENT_TYPES[f]: {"schema": {"type": "string", "format": "binary"}} for f in FORMATS
+        CONTENT_TYPES[f]: {
+            "schema": {"type": "object"} if f == "fhir" else {"type": "string", "format": "binary"}
+        }
+        for f in FORMATS
     },
 }
 
@@ -68,45 +70,40 @@ def _export(
 @router.get(
     "/ground-truth/",
     url_name="ground_truth",
+    operation_id="export_ground_truth",
     summary="Export ground truth: jsonl, csv, fhir (R4 Bundle), parquet or hf (zip)",
     description="A token whose user may read every document (the Admins role's export "
     "permission) sees every record; any other token sees the records of the documents it "
     "submitted, less those of a document under a blind check its user takes no part in. "
     "`state`: `all`, `final` or `provisional`; left out (or empty), the format's default. "
     + STATE_DEFAULTS
-    + " A date filter whose end is before its start is refused (400). `deidentify=true` "
+    + " `deidentify=true` "
     "replaces names, dates, record and phone numbers, addresses and other PHI in every text "
-    "by consistent surrogates, and each row (FHIR: each Provenance) names the method.",
-    response={200: None, 400: Error, 401: Error, 501: Error},
+    "by consistent surrogates, and each row (FHIR: each Provenance) names the method. `start` "
+    "and `end` are a range in either order. 501 "
+    "(code `pyarrow_missing`): parquet or hf without pyarrow installed on the server.",
+    response={200: None, **errors(501)},
     openapi_extra={"responses": {"200": FILE_RESPONSE}},
 )
 def ground_truth_export(
     request: HttpRequest,
     format: ExportFormat = "fhir",
-    type: str = "",
-    source: str = "",
-    start: date | None = None,
-    end: date | None = None,
-    all_versions: bool = False,
-    state: str = "",
-    deidentify: bool = False,
+    type: DocumentType | None = None,
+    source: TruthSource | None = None,
+    start: IsoDate | None = None,
+    end: IsoDate | None = None,
+    all_versions: JsonBool = False,
+    state: ExportState | None = None,
+    deidentify: JsonBool = False,
 ) -> HttpResponseBase:
-    if type and type not in DOCUMENT_TYPES:
-        raise Refused(
-            status=400, message=f"Unknown type {type!r}; use one of {', '.join(DOCUMENT_TYPES)}."
-        )
-    if source and source not in GroundTruth.Source.values:
-        raise Refused(
-            status=400,
-            message=f"Unknown source {source!r}; use one of "
-            f"{', '.join(GroundTruth.Source.values)}.",
-        )
+    if start and end and end < start:  # a range, in either order
+        start, end = end, start
     export_filter = ExportFilter(
         start=start,
         end=end,
-        source=source,
-        doc_type=type,
-        state=export_state(state, fmt=format),
+        source=source or "",
+        doc_type=type or "",
+        state=export_state(state or "", fmt=format),
         all_versions=all_versions,
     )
     records = export_filter.selection()
@@ -124,8 +121,9 @@ def ground_truth_export(
 @router.get(
     "/documents/{uuid:document_id}/fhir/",
     url_name="document_fhir",
+    operation_id="document_fhir",
     summary="The document's ground truth as a FHIR R4 Bundle",
-    response={200: None, 401: Error, 404: Error, 409: Error},
+    response={200: None, **errors(404, 409)},
     openapi_extra={
         "responses": {
             "200": {
@@ -136,7 +134,7 @@ def ground_truth_export(
     },
 )
 def document_fhir(
-    request: HttpRequest, document_id: UUID, all_versions: bool = False
+    request: HttpRequest, document_id: UUID, all_versions: JsonBool = False
 ) -> HttpResponseBase:
     document = own_document(request, document_id)
     if not label_view(request.user, document).everything:
@@ -149,6 +147,7 @@ def document_fhir(
         raise Refused(
             status=409,
             message=f"No ground truth yet: the document is {state}.",
+            code="no_ground_truth",
             extra={"state": state},
         )
     records = visible_truth(request.user, records)

@@ -63,6 +63,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files from the app server itself (gunicorn); media is never served publicly.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Under /api/: every error in JSON with a code, and paths served with or without their
+    # trailing slash (a redirect would drop a POST's body).
+    "api.middleware.ApiJsonMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

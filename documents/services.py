@@ -121,6 +121,24 @@ def document_create(
     return document
 
 
+def document_refusal_record(
+    *, filename: str, size: int, user: Any | None, refused: UploadRefused
+) -> Document:
+    """A failed document that records an upload refused by its checks, for clients that
+    follow every upload by its document (the JSON API): the file itself is not kept (no
+    content, no hash), only its name, size, and why it was refused (``error_code`` is the
+    check's code)."""
+    return Document.objects.create(
+        original_filename=filename[:255],
+        mime_type="",
+        size_bytes=size,
+        status=Document.Status.FAILED,
+        error=refused.message,
+        error_code=refused.code[:32],
+        uploaded_by=user if user is not None and user.is_authenticated else None,
+    )
+
+
 def document_upload(
     *, upload: Any, user: Any | None, options: dict[str, Any] | None = None
 ) -> Document:

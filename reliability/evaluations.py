@@ -48,8 +48,8 @@ class EvaluateRequest(BaseModel):
                 raise ValueError("extract_fields needs 'fields' (name -> description)")
         elif not self.question.strip():
             raise ValueError(f"{self.operation} needs a 'question'")
-        if self.operation == "score" and self.low >= self.high:
-            raise ValueError("score needs low < high")
+        if self.operation == "score" and self.low > self.high:
+            raise ValueError("score needs low <= high")
         if self.operation == "extract" and self.kind == "enum" and not self.options:
             raise ValueError("extract with kind 'enum' needs 'options'")
         return self

@@ -245,6 +245,7 @@ def _row(record: dict[str, Any], *, hf: bool) -> dict[str, Any]:
 class Summary:
     rows: int = 0
     documents: int = 0
+    num_bytes: int = 0  # the rows' Arrow size (the card's splits.num_bytes)
     per_type: Counter[str] = field(default_factory=Counter)
     per_source: Counter[str] = field(default_factory=Counter)
     per_state: Counter[str] = field(default_factory=Counter)
@@ -265,6 +266,7 @@ class Summary:
         return Summary(
             rows=self.rows + other.rows,
             documents=self.documents + other.documents,
+            num_bytes=self.num_bytes + other.num_bytes,
             per_type=self.per_type + other.per_type,
             per_source=self.per_source + other.per_source,
             per_state=self.per_state + other.per_state,
@@ -312,7 +314,9 @@ class _ParquetFile:
             rows.append(_row(record, hf=self.hf))
         if self.writer is None:
             self.writer = pa.parquet.ParquetWriter(self.sink, self.schema, compression="zstd")
-        self.writer.write_table(pa.Table.from_pylist(rows, schema=self.schema))
+        table = pa.Table.from_pylist(rows, schema=self.schema)
+        self.summary.num_bytes += table.nbytes  # the split's size in memory, as datasets counts
+        self.writer.write_table(table)
         self.batch.clear()
 
     def finish(self) -> None:
@@ -474,7 +478,11 @@ def dataset_card(
             lines.append(f"    dtype: {_yaml(_hf_dtype(arrow_type))}")
     lines.append("  splits:")
     for split, counted in splits.items():
-        lines += [f"  - name: {split}", f"    num_examples: {counted.rows}"]
+        lines += [
+            f"  - name: {split}",
+            f"    num_bytes: {counted.num_bytes}",
+            f"    num_examples: {counted.rows}",
+        ]
     split_rule = "sha256(document_id) first 8 bytes, big-endian, mod 100: " + ", ".join(
         f"{split} {low}-{low + share - 1}" for split, share, low in _split_ranges()
     )

@@ -238,23 +238,37 @@ def test_a_document_not_yet_ingested_is_an_error_without_a_call(
     assert len(stub.requests) == 1
 
 
+ID = "00000000-0000-4000-8000-000000000000"
+
+
 @pytest.mark.parametrize(
     "body,message",
     [
         ({"operation": "filter", "question": "?"}, "documents: Field required"),
-        ({"operation": "filter", "documents": ["x"]}, "filter needs a 'question'"),
-        ({"operation": "extract_fields", "documents": ["x"]}, "extract_fields needs 'fields'"),
-        ({"operation": "summarise", "documents": ["x"], "question": "?"}, "operation: Input"),
-        (
-            {"operation": "score", "documents": ["x"], "question": "?", "low": 2, "high": 1},
-            "score needs low < high",
-        ),
+        ({"operation": "filter", "documents": [ID]}, "question: Field required"),
+        ({"operation": "filter", "documents": [ID], "question": " "}, "question: String should"),
+        ({"operation": "extract_fields", "documents": [ID]}, "fields: Field required"),
+        ({"operation": "extract", "documents": [ID], "question": "?", "kind": "enum"}, "options"),
+        ({"operation": "summarise", "documents": [ID], "question": "?"}, "'summarise'"),
+        ({"operation": "filter", "documents": ["x"], "question": "?"}, "valid UUID"),
     ],
 )
 def test_a_bad_request_is_refused_with_a_clear_message(live_server, token, stub, body, message):
     status, answer_ = post(f"{live_server.url}/api/v1/evaluate/", token, body)
-    assert status == 400 and message in answer_["error"]
+    assert status == 400 and message in answer_["error"], answer_
+    assert answer_["code"] == "invalid_request"
     assert stub.requests == []
+
+
+def test_a_score_takes_its_ends_in_either_order(live_server, token, documents, stub):
+    """The schema cannot say low < high, so the server serves both orders (and equal ends)."""
+    url = f"{live_server.url}/api/v1/evaluate/"
+    body = {"operation": "score", "documents": [str(documents[0].pk)], "question": "Risk?"}
+    status, answer_ = post(url, token, {**body, "low": 10, "high": 0})
+    assert status == 200, answer_
+    assert "from 0.0 to 10.0" in json.dumps(stub.requests[-1])
+    status, answer_ = post(url, token, {**body, "low": 3, "high": 3})
+    assert status == 200, answer_
 
 
 def test_only_the_callers_own_documents_may_be_evaluated(
@@ -274,7 +288,8 @@ def test_only_the_callers_own_documents_may_be_evaluated(
     )
     assert status == 404 and body["error"] == f"No such document for this token: {theirs.pk}."
     status, body = post(url, token, {"operation": "filter", "documents": ["nope"], "question": "?"})
-    assert (status, body["error"]) == (400, "Not a document id: 'nope'.")
+    assert status == 400 and body["code"] == "invalid_request"
+    assert "documents.0: Input should be a valid UUID" in body["error"]
     assert stub.requests == []
     status, body = post(
         url, "vt_wrong", {"operation": "filter", "documents": ["x"], "question": "?"}
