@@ -538,7 +538,8 @@ def _hide(
         return b" ".join(parts)
 
     if method == "render_mode":
-        return block(b"%d Tr" % (3 if variant == 0 else 7)), [], b""
+        # In q/Q: the render mode is graphics state, kept by the text objects after it.
+        return b"q " + block(b"%d Tr" % (3 if variant == 0 else 7)) + b" Q", [], b""
     if method == "background":
         grey = b"1 1 1 rg" if variant == 0 else b"0.985 0.985 0.985 rg"
         return b"q " + grey + b" " + block() + b" Q", [], b""

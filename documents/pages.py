@@ -427,6 +427,9 @@ def extract_pdf(
         with PDFIUM_LOCK:
             pdf = pdfium.PdfDocument(data)
             total = len(pdf)
+            # Form fields are drawn as a viewer shows them (the reading check,
+            # documents.hidden): a field's appearance over text hides it.
+            pdf.init_forms()
     except Exception as exc:  # PdfiumError: damaged, not a PDF, or protected by a password
         raise UnreadableDocument(
             "The PDF could not be opened: it is damaged or protected."
