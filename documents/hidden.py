@@ -683,3 +683,156 @@ def _runs(chars: Sequence[Char]) -> list[list[Char]]:
             words[-1].append(ch)
         last = ch.char_index + max(len(ch.text), 1) - 1  # a ligature spans indexes
     return words
+
+
+# -- what the glyphs show against what the text layer says ---------------------------------------
+
+# A font whose ToUnicode map lies draws one text and is read as another; only reading the
+# drawn glyphs tells. Each font of a document is read once, by OCR of a few of its words
+# drawn at OCR_SCALE (chosen to cover as many of its letters as they can), and judged
+# by all of them together: when fewer than FONT_AGREEMENT of MIN_SAMPLE or more words
+# read as the text layer says (rapidfuzz ratio WORD_SIMILARITY), everything the page draws
+# in that font is ``MISREAD``, on every page of the document. One OCR call per document in
+# the common case (its fonts are met on the first page).
+MISREAD = "misread"
+OCR_SCALE = 4.0  # 288 dpi: tesseract's comfort for 8-12 pt print
+SAMPLE_WORDS = 10
+MIN_SAMPLE = 3
+FONT_AGREEMENT = 0.5
+_GAP = 24  # pixels of white between two sample words in the image OCR reads
+
+
+@dataclass
+class Fonts:
+    """A document's fonts as judged so far: font address -> whether its glyphs read as its
+    text layer says (documents.pages keeps one per document)."""
+
+    honest: dict[int, bool] = field(default_factory=dict)
+
+
+@dataclass
+class GlyphSample:
+    """Words of fonts not yet judged, drawn for OCR: ``image`` (one word per row) and, per
+    row, the font and the word's text; ``font_of`` maps each judged position to its font."""
+
+    image: Any
+    rows: list[tuple[int, str, float, float]]  # font, text, row's top and bottom (fractions)
+    font_of: dict[int, int]
+
+
+def font_addresses(textpage: pdfium.PdfTextPage, chars: Sequence[Char]) -> dict[int, int]:
+    """Each character's font (its address: PDFium keeps one font object per font of the
+    document), by position; the text page open."""
+    raw = textpage.raw
+    fonts: dict[int, int] = {}
+    by_object: dict[int, int] = {}
+    for position, ch in enumerate(chars):
+        if ch.text.isspace():
+            continue
+        handle = pdfium_c.FPDFText_GetTextObject(raw, ch.char_index)
+        if not handle:
+            continue
+        address = ctypes.addressof(handle.contents)
+        font = by_object.get(address)
+        if font is None:
+            pointer = pdfium_c.FPDFTextObj_GetFont(handle)
+            font = by_object[address] = ctypes.addressof(pointer.contents) if pointer else 0
+        if font:
+            fonts[position] = font
+    return fonts
+
+
+def glyph_sample(
+    page: pdfium.PdfPage,
+    chars: Sequence[Char],
+    visible: Sequence[int],
+    font_of: dict[int, int],
+    fonts: Fonts,
+    crop: Box,
+) -> GlyphSample | None:
+    """The words to read of the fonts of ``visible`` positions not yet judged, drawn one per
+    row; None when there is nothing to judge."""
+    from PIL import Image
+
+    position_of = {id(chars[p]): p for p in visible}
+    chosen: dict[int, list[list[Char]]] = {}
+    covered: dict[int, set[str]] = {}
+    for word in _words([chars[p] for p in visible]):
+        letters = [ch for ch in word if ch.text.isalnum()]
+        if len(letters) < 3 or not word[0].upright:
+            continue
+        font_set = {font_of.get(position_of[id(ch)], 0) for ch in word if not ch.text.isspace()}
+        if len(font_set) != 1:
+            continue
+        font = font_set.pop()
+        if not font or font in fonts.honest:
+            continue
+        picked = chosen.setdefault(font, [])
+        seen = covered.setdefault(font, set())
+        new = {ch.text.lower() for ch in letters} - seen
+        # First the words that bring letters not yet read, then any, up to SAMPLE_WORDS.
+        if len(picked) < SAMPLE_WORDS and (new or len(picked) < MIN_SAMPLE):
+            picked.append(word)
+            seen |= new
+    chosen = {font: words for font, words in chosen.items() if len(words) >= MIN_SAMPLE}
+    if not chosen:
+        return None
+    images: list[tuple[int, str, Any]] = []
+    for font, words in chosen.items():
+        for word in words:
+            x0 = min(ch.x0 for ch in word) - 2 - crop[0]
+            x1 = max(ch.x1 for ch in word) + 2 - crop[0]
+            y0 = min(ch.top for ch in word) - 2 - crop[1]
+            y1 = max(ch.bottom for ch in word) + 2 - crop[1]
+            cut = (
+                max(0.0, x0),
+                max(0.0, (crop[3] - crop[1]) - y1),
+                max(0.0, (crop[2] - crop[0]) - x1),
+                max(0.0, y0),
+            )
+            if cut[0] + cut[2] >= crop[2] - crop[0] or cut[1] + cut[3] >= crop[3] - crop[1]:
+                continue
+            bitmap = page.render(scale=OCR_SCALE, crop=cut, draw_annots=True, grayscale=True)
+            text = "".join(ch.text for ch in word)
+            images.append((font, text, _dark_on_light(bitmap.to_pil().convert("L"))))
+    if not images:
+        return None
+    width = max(image.width for _f, _t, image in images) + 2 * _GAP
+    height = sum(image.height + _GAP for _f, _t, image in images) + _GAP
+    sheet = Image.new("L", (width, height), 255)
+    rows: list[tuple[int, str, float, float]] = []
+    y = _GAP
+    for font, text, image in images:
+        sheet.paste(image, (_GAP, y))
+        rows.append((font, text, y / height, (y + image.height) / height))
+        y += image.height + _GAP
+    return GlyphSample(image=sheet, rows=rows, font_of=font_of)
+
+
+def _dark_on_light(image: Any) -> Any:
+    """A word's picture stretched to full contrast, dark print on light (white headings on a
+    coloured band are common), as OCR reads best."""
+    from PIL import ImageOps
+
+    image = ImageOps.autocontrast(image)
+    histogram = image.histogram()
+    dark = sum(histogram[:128])
+    return ImageOps.invert(image) if dark > sum(histogram) / 2 else image
+
+
+def judge_fonts(sample: GlyphSample, ocr_words: Sequence[OcrWord], fonts: Fonts) -> None:
+    """Record in ``fonts`` whether each sampled font's words read, by OCR of the drawn
+    sample, as its text layer says."""
+    from rapidfuzz import fuzz
+
+    agree: dict[int, list[bool]] = {}
+    for font, text, top, bottom in sample.rows:
+        read = " ".join(
+            word for word, _x0, y0, _x1, y1 in ocr_words if top <= (y0 + y1) / 2 <= bottom
+        )
+        # Letters and digits only: letter-spaced print is read as single letters.
+        said = "".join(c for c in text.lower() if c.isalnum())
+        seen = "".join(c for c in read.lower() if c.isalnum())
+        agree.setdefault(font, []).append(fuzz.ratio(said, seen) >= WORD_SIMILARITY)
+    for font, votes in agree.items():
+        fonts.honest[font] = sum(votes) >= FONT_AGREEMENT * len(votes)
