@@ -688,44 +688,76 @@ def _runs(chars: Sequence[Char]) -> list[list[Char]]:
 # -- what the glyphs show against what the text layer says ---------------------------------------
 
 # A font whose ToUnicode map lies draws one text and is read as another; only reading the
-# drawn glyphs tells. Each font of a document is read once, by OCR of a few of its words
-# drawn at OCR_SCALE (chosen to cover as many of its letters as they can), and judged
-# by all of them together: when fewer than FONT_AGREEMENT of MIN_SAMPLE or more words
+# drawn glyphs tells. The fonts of a page not yet trusted are read by OCR, a few of their
+# words each drawn at OCR_SCALE (chosen to cover as many of their letters as they can), and
+# judged by all of them together: when fewer than FONT_AGREEMENT of MIN_SAMPLE or more words
 # read as the text layer says (rapidfuzz ratio WORD_SIMILARITY), everything the page draws
-# in that font is ``MISREAD``, on every page of the document. One OCR call per document in
-# the common case (its fonts are met on the first page).
+# in that font is ``MISREAD``. What was read is remembered for the document by glyph: a
+# letter of a font (its name, the letter, and the outline PDFium draws for that letter,
+# which a lying map changes) is trusted or not once, so a document whose pages share their
+# fonts costs one OCR call, and a lying copy of a trusted font on a later page is read anew.
 MISREAD = "misread"
 OCR_SCALE = 4.0  # 288 dpi: tesseract's comfort for 8-12 pt print
 SAMPLE_WORDS = 10
 MIN_SAMPLE = 3
 FONT_AGREEMENT = 0.5
+KNOWN_LETTERS = 0.75  # share of a font's letters on a page trusted already: no new reading
 _GAP = 24  # pixels of white between two sample words in the image OCR reads
+
+GlyphKey = tuple[str, str, tuple[float, ...]]
 
 
 @dataclass
 class Fonts:
-    """A document's fonts as judged so far: font address -> whether its glyphs read as its
-    text layer says (documents.pages keeps one per document)."""
+    """What a document's glyphs read as, so far: glyph key -> whether it reads as its text
+    layer says (documents.pages keeps one per document)."""
 
+    glyphs: dict[GlyphKey, bool] = field(default_factory=dict)
+
+
+@dataclass
+class PageFonts:
+    """A page's fonts (by address, valid while the page is open): each position's font, the
+    fonts' glyph keys by letter, and the verdicts known (trusted glyphs) or read."""
+
+    font_of: dict[int, int]
+    keys: dict[int, dict[str, GlyphKey]]
     honest: dict[int, bool] = field(default_factory=dict)
 
 
 @dataclass
 class GlyphSample:
     """Words of fonts not yet judged, drawn for OCR: ``image`` (one word per row) and, per
-    row, the font and the word's text; ``font_of`` maps each judged position to its font."""
+    row, the font and the word's text and place (fractions of the image's height)."""
 
     image: Any
-    rows: list[tuple[int, str, float, float]]  # font, text, row's top and bottom (fractions)
-    font_of: dict[int, int]
+    rows: list[tuple[int, str, float, float]]
 
 
-def font_addresses(textpage: pdfium.PdfTextPage, chars: Sequence[Char]) -> dict[int, int]:
-    """Each character's font (its address: PDFium keeps one font object per font of the
-    document), by position; the text page open."""
+def _outline(font: Any, letter: str) -> tuple[float, ...]:
+    """A short fingerprint of the outline PDFium draws for ``letter`` in ``font``: the point
+    count and the first points (the outline follows the font's own map back from the text)."""
+    path = pdfium_c.FPDFFont_GetGlyphPath(font, ord(letter[0]), ctypes.c_float(10.0))
+    if not path:
+        return ()
+    count = pdfium_c.FPDFGlyphPath_CountGlyphSegments(path)
+    x, y = ctypes.c_float(), ctypes.c_float()
+    points: list[float] = [float(count)]
+    for index in range(0, min(count, 12)):
+        segment = pdfium_c.FPDFGlyphPath_GetGlyphPathSegment(path, index)
+        if segment and pdfium_c.FPDFPathSegment_GetPoint(segment, x, y):
+            points.extend((round(x.value, 2), round(y.value, 2)))
+    return tuple(points)
+
+
+def page_fonts(textpage: pdfium.PdfTextPage, chars: Sequence[Char], fonts: Fonts) -> PageFonts:
+    """Each character's font on this page (the text page open), its letters' glyph keys,
+    and the fonts whose every letter the document already trusts (or one it distrusts)."""
     raw = textpage.raw
-    fonts: dict[int, int] = {}
+    font_of: dict[int, int] = {}
+    handles: dict[int, Any] = {}
     by_object: dict[int, int] = {}
+    letters: dict[int, set[str]] = {}
     for position, ch in enumerate(chars):
         if ch.text.isspace():
             continue
@@ -737,23 +769,43 @@ def font_addresses(textpage: pdfium.PdfTextPage, chars: Sequence[Char]) -> dict[
         if font is None:
             pointer = pdfium_c.FPDFTextObj_GetFont(handle)
             font = by_object[address] = ctypes.addressof(pointer.contents) if pointer else 0
+            if font:
+                handles[font] = pointer
         if font:
-            fonts[position] = font
-    return fonts
+            font_of[position] = font
+            if ch.text.isalnum():
+                letters.setdefault(font, set()).add(ch.text)
+    keys: dict[int, dict[str, GlyphKey]] = {}
+    buffer = ctypes.create_string_buffer(256)
+    for font, used in letters.items():
+        length = pdfium_c.FPDFFont_GetBaseFontName(handles[font], buffer, 256)
+        name = buffer.raw[: max(0, length - 1)].decode("latin-1") if length else ""
+        keys[font] = {letter: (name, letter, _outline(handles[font], letter)) for letter in used}
+    found = PageFonts(font_of=font_of, keys=keys)
+    for font, by_letter in keys.items():
+        known = [fonts.glyphs.get(key) for key in by_letter.values()]
+        if any(verdict is False for verdict in known):
+            found.honest[font] = False
+        elif sum(verdict is True for verdict in known) >= KNOWN_LETTERS * len(known):
+            # The font read before: a page's few new letters (a Q, a digit) are taken with
+            # it rather than read again (an OCR call per page otherwise).
+            found.honest[font] = True
+            fonts.glyphs.update((key, True) for key in by_letter.values())
+    return found
 
 
 def glyph_sample(
     page: pdfium.PdfPage,
     chars: Sequence[Char],
     visible: Sequence[int],
-    font_of: dict[int, int],
-    fonts: Fonts,
+    fonts: PageFonts,
     crop: Box,
 ) -> GlyphSample | None:
     """The words to read of the fonts of ``visible`` positions not yet judged, drawn one per
-    row; None when there is nothing to judge."""
+    row; None when there is nothing to read."""
     from PIL import Image
 
+    font_of = fonts.font_of
     position_of = {id(chars[p]): p for p in visible}
     chosen: dict[int, list[list[Char]]] = {}
     covered: dict[int, set[str]] = {}
@@ -769,7 +821,7 @@ def glyph_sample(
             continue
         picked = chosen.setdefault(font, [])
         seen = covered.setdefault(font, set())
-        new = {ch.text.lower() for ch in letters} - seen
+        new = {ch.text for ch in letters} - seen
         # First the words that bring letters not yet read, then any, up to SAMPLE_WORDS.
         if len(picked) < SAMPLE_WORDS and (new or len(picked) < MIN_SAMPLE):
             picked.append(word)
@@ -806,7 +858,7 @@ def glyph_sample(
         sheet.paste(image, (_GAP, y))
         rows.append((font, text, y / height, (y + image.height) / height))
         y += image.height + _GAP
-    return GlyphSample(image=sheet, rows=rows, font_of=font_of)
+    return GlyphSample(image=sheet, rows=rows)
 
 
 def _dark_on_light(image: Any) -> Any:
@@ -820,9 +872,11 @@ def _dark_on_light(image: Any) -> Any:
     return ImageOps.invert(image) if dark > sum(histogram) / 2 else image
 
 
-def judge_fonts(sample: GlyphSample, ocr_words: Sequence[OcrWord], fonts: Fonts) -> None:
-    """Record in ``fonts`` whether each sampled font's words read, by OCR of the drawn
-    sample, as its text layer says."""
+def judge_fonts(
+    sample: GlyphSample, ocr_words: Sequence[OcrWord], page: PageFonts, fonts: Fonts
+) -> None:
+    """Whether each sampled font's words read, by OCR of the drawn sample, as its text layer
+    says: recorded for the page (``page.honest``) and, glyph by glyph, for the document."""
     from rapidfuzz import fuzz
 
     agree: dict[int, list[bool]] = {}
@@ -833,6 +887,12 @@ def judge_fonts(sample: GlyphSample, ocr_words: Sequence[OcrWord], fonts: Fonts)
         # Letters and digits only: letter-spaced print is read as single letters.
         said = "".join(c for c in text.lower() if c.isalnum())
         seen = "".join(c for c in read.lower() if c.isalnum())
-        agree.setdefault(font, []).append(fuzz.ratio(said, seen) >= WORD_SIMILARITY)
+        votes = agree.setdefault(font, [])
+        if seen:  # a word OCR finds nothing in is no vote (tesseract drops some)
+            votes.append(fuzz.ratio(said, seen) >= WORD_SIMILARITY)
     for font, votes in agree.items():
-        fonts.honest[font] = sum(votes) >= FONT_AGREEMENT * len(votes)
+        honest = sum(votes) >= FONT_AGREEMENT * len(votes)
+        page.honest[font] = honest
+        for key in page.keys.get(font, {}).values():
+            # A distrusted glyph stays distrusted: a later honest reading does not clear it.
+            fonts.glyphs[key] = honest and fonts.glyphs.get(key, True)

@@ -255,7 +255,7 @@ def _text_layer_page(
     yet judged are read and compared with what the text layer says (a lying ToUnicode map):
     a font that does not read as it says is left out (``misread``)."""
     sample: hidden_text.GlyphSample | None = None
-    font_of: dict[int, int] = {}
+    page_fonts: hidden_text.PageFonts | None = None
     with PDFIUM_LOCK:
         textpage = page.get_textpage()
         try:
@@ -264,23 +264,23 @@ def _text_layer_page(
             # While the text page is open, each character's index leads to its text object.
             found = hidden_text.find_hidden(page, textpage, chars, geometry)
             if ocr is not None and fonts is not None and chars:
-                font_of = hidden_text.font_addresses(textpage, chars)
+                page_fonts = hidden_text.page_fonts(textpage, chars, fonts)
                 layer = set(found.scan_layer)
                 shown = [p for p in range(len(chars)) if p not in found.hidden and p not in layer]
                 sample = hidden_text.glyph_sample(
-                    page, chars, shown, font_of, fonts, hidden_text.crop_box(page, geometry)
+                    page, chars, shown, page_fonts, hidden_text.crop_box(page, geometry)
                 )
         finally:
             textpage.close()
         rules = page_rules(page) if chars else []
     kinds = dict(found.hidden)
-    if sample is not None and ocr is not None and fonts is not None:
-        hidden_text.judge_fonts(sample, ocr(sample.image).words, fonts)
-    if fonts is not None:
+    if page_fonts is not None:
+        if sample is not None and ocr is not None and fonts is not None:
+            hidden_text.judge_fonts(sample, ocr(sample.image).words, page_fonts, fonts)
         kinds.update(
             (position, hidden_text.MISREAD)
-            for position, font in font_of.items()
-            if not fonts.honest.get(font, True) and position not in kinds
+            for position, font in page_fonts.font_of.items()
+            if not page_fonts.honest.get(font, True) and position not in kinds
         )
     read: OcrResult | None = None
     if found.scan_layer:
