@@ -605,12 +605,12 @@ def _hide(
         return b"q " + rect + b" " + block() + b" Q", [], b""
     if method == "annotation":
         subtype = (b"FreeText", b"Square", b"Stamp", b"Widget")[variant]
-        rect = (66.0, bottom, 78 + width, top)
+        box = (66.0, bottom, 78 + width, top)
         ap = objects.add(
             _stream(
-                b"1 1 1 rg 0 0 %.2f %.2f re f" % (rect[2] - rect[0], rect[3] - rect[1]),
+                b"1 1 1 rg 0 0 %.2f %.2f re f" % (box[2] - box[0], box[3] - box[1]),
                 b" /Type /XObject /Subtype /Form /BBox [0 0 %.2f %.2f]"
-                % (rect[2] - rect[0], rect[3] - rect[1]),
+                % (box[2] - box[0], box[3] - box[1]),
             )
         )
         extra = b""
@@ -620,7 +620,7 @@ def _hide(
             extra = b" /FT /Tx /T (note) /F 4 /V ()"
         annot = objects.add(
             b"<< /Type /Annot /Subtype /%s /Rect [%.2f %.2f %.2f %.2f] /F 4 /P 0 0 R "
-            b"/AP << /N %d 0 R >>%s >>" % (subtype, *rect, ap, extra)
+            b"/AP << /N %d 0 R >>%s >>" % (subtype, *box, ap, extra)
         )
         annots.append(annot)
         if subtype == b"Widget":
