@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import pipeline
-from engine.document import DocumentContext, SecondOpinion
+from engine.document import DocumentContext, HiddenText, SecondOpinion
 from engine.schemas import DOC_TYPES, ClassificationOutput, Decision
 
 LABELS = [t.value for t in DOC_TYPES]
@@ -153,6 +153,16 @@ def bundle_metrics(bundles: list[BundleResult]) -> dict[str, Any]:
     }
 
 
+class Pages(list[str]):
+    """A document's page texts, as an ``Extract`` may return them, with what ingestion
+    recorded of the text a reader cannot see (documents.hidden): the chain is given it as a
+    run is (V3 hidden_text)."""
+
+    def __init__(self, texts: Iterable[str], hidden: Iterable[HiddenText] = ()) -> None:
+        super().__init__(texts)
+        self.hidden = list(hidden)
+
+
 Extract = Callable[[Path], list[str]]
 Classify = Callable[[list[str], str | None], ClassificationOutput]
 
@@ -172,6 +182,7 @@ def _run_chain(
         if calibrated
         else preset.min_dominant_confidence,
         second=SecondOpinion(gate.name, gate.classify(pages)) if gate is not None else None,
+        hidden=list(getattr(pages, "hidden", [])),
     )
     return pipeline.orchestrate(
         classify=lambda feedback: (classify(pages, feedback), 0),

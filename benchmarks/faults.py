@@ -429,9 +429,9 @@ def fooled(output: ClassificationOutput, lines: list[str], target: DocType) -> N
 MAX_QUOTED_LINES = 3  # a schema allows a few snippets; the model quotes the first lines
 
 # "Hidden text" (keyword stuffing drawn where a reader cannot see it, which the model follows)
-# needs a real PDF and the reader: bench_verify draws it (benchmarks.pdfgen.hidden_text_pdf)
-# and ingests it with documents.pages, so it is not one of these text-only faults.
-HIDDEN_TEXT_FAULT = "hidden text (stuffing a reader cannot see)"
+# needs a real PDF and the reader: bench_verify draws it, one fault kind per hiding method
+# (benchmarks.hiddengen), and ingests it with documents.pages, so it is not one of these
+# text-only faults.
 LLM_FAULTS: tuple[RetypeFault, ...] = (
     RetypeFault("wrong type with verbatim evidence", "independent_disagreement", _wrong_type),
     RetypeFault("injection obeyed", "independent_disagreement", _injection),

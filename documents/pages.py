@@ -240,11 +240,22 @@ def _edge(orientation: str, rule: Rule) -> dict[str, Any]:
 
 
 def _text_layer_page(
-    page: Any, number: int, tables: _Tables, *, ocr: OcrEngine | None = None, dpi: int = 300
+    page: Any,
+    number: int,
+    tables: _Tables,
+    *,
+    ocr: OcrEngine | None = None,
+    dpi: int = 300,
+    fonts: hidden_text.Fonts | None = None,
 ) -> PageContent:
     """A page read from its text layer, without the characters a reader cannot see
     (documents.hidden). A searchable scan's invisible layer is kept where OCR of the drawn
-    page reads it too; when most of it is not read there, the page is the OCR's reading."""
+    page reads it too; when most of it is not read there, the page is the OCR's reading.
+    With OCR and ``fonts`` (the document's fonts judged so far), the glyphs of each font not
+    yet judged are read and compared with what the text layer says (a lying ToUnicode map):
+    a font that does not read as it says is left out (``misread``)."""
+    sample: hidden_text.GlyphSample | None = None
+    page_fonts: hidden_text.PageFonts | None = None
     with PDFIUM_LOCK:
         textpage = page.get_textpage()
         try:
@@ -252,10 +263,25 @@ def _text_layer_page(
             geometry = page_geometry(page)
             # While the text page is open, each character's index leads to its text object.
             found = hidden_text.find_hidden(page, textpage, chars, geometry)
+            if ocr is not None and fonts is not None and chars:
+                page_fonts = hidden_text.page_fonts(textpage, chars, fonts)
+                layer = set(found.scan_layer)
+                shown = [p for p in range(len(chars)) if p not in found.hidden and p not in layer]
+                sample = hidden_text.glyph_sample(
+                    page, chars, shown, page_fonts, hidden_text.crop_box(page, geometry)
+                )
         finally:
             textpage.close()
         rules = page_rules(page) if chars else []
     kinds = dict(found.hidden)
+    if page_fonts is not None:
+        if sample is not None and ocr is not None and fonts is not None:
+            hidden_text.judge_fonts(sample, ocr(sample.image).words, page_fonts, fonts)
+        kinds.update(
+            (position, hidden_text.MISREAD)
+            for position, font in page_fonts.font_of.items()
+            if not page_fonts.honest.get(font, True) and position not in kinds
+        )
     read: OcrResult | None = None
     if found.scan_layer:
         read = _read_scan_layer(page, chars, found.scan_layer, kinds, geometry, ocr=ocr, dpi=dpi)
@@ -427,11 +453,15 @@ def extract_pdf(
         with PDFIUM_LOCK:
             pdf = pdfium.PdfDocument(data)
             total = len(pdf)
+            # Form fields are drawn as a viewer shows them (the reading check,
+            # documents.hidden): a field's appearance over text hides it.
+            pdf.init_forms()
     except Exception as exc:  # PdfiumError: damaged, not a PDF, or protected by a password
         raise UnreadableDocument(
             "The PDF could not be opened: it is damaged or protected."
         ) from exc
     tables = _Tables(data)
+    fonts = hidden_text.Fonts()  # each font's glyphs are read once per document
     try:
         for index in range(1, total + 1):
             page: Any = None
@@ -439,7 +469,7 @@ def extract_pdf(
                 with _page_errors(index):
                     with PDFIUM_LOCK:
                         page = pdf[index - 1]
-                    content = _text_layer_page(page, index, tables, ocr=ocr, dpi=dpi)
+                    content = _text_layer_page(page, index, tables, ocr=ocr, dpi=dpi, fonts=fonts)
                     engine = (
                         _ocr_for(content, index, min_text_chars=min_text_chars, ocr=ocr)
                         if content.method != OCR

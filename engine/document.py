@@ -26,7 +26,14 @@ HIDDEN_KINDS = {
     "background": "in the colour of the background",
     "under_image": "covered by an image or a shape",
     "disagrees": "a scan's text layer that the scan does not show",
+    "not_shown": "not drawn on the page as a viewer shows it",
+    "partly_shown": "cut off on a line the page shows",
+    "misread": "glyphs that show other text than the text layer says",
 }
+# Left out of the page's text and recorded, but no sign of intent: a word cut off at a
+# table cell's border or a watermark letter under a table, on a line the page shows
+# (documents.hidden's reading check). They never raise hidden_text on their own.
+UNCOUNTED_HIDDEN_KINDS = frozenset({"partly_shown"})
 
 
 @dataclass(frozen=True)

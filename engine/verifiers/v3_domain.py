@@ -10,7 +10,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
-from engine.document import HIDDEN_KINDS, DocumentContext, HiddenText
+from engine.document import HIDDEN_KINDS, UNCOUNTED_HIDDEN_KINDS, DocumentContext, HiddenText
 from engine.grounding import contains_term
 from engine.protocols import LLMClient
 from engine.schemas import (
@@ -300,6 +300,8 @@ def hidden_text_issues(hidden: list[HiddenText]) -> list[Issue]:
     suspect, and its page is marked for the clinician (location ``pages[n]``)."""
     by_page: dict[int, dict[str, int]] = {}
     for item in hidden:
+        if item.kind in UNCOUNTED_HIDDEN_KINDS:
+            continue
         kinds = by_page.setdefault(item.page, {})
         kinds[item.kind] = kinds.get(item.kind, 0) + item.words
     issues = []

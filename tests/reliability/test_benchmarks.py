@@ -9,7 +9,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from benchmarks import hiddengen
 from documents.models import Document
+from documents.ocr import tesseract_available
 from reliability.models import LLMResponse
 
 TEXTS = {
@@ -48,7 +50,6 @@ def test_bench_verify_reports_the_llm_faults_and_false_escalation(corpus, tmp_pa
         "wrong type with verbatim evidence",
         "injection obeyed",
         "keyword stuffing with a fooled model",
-        "hidden text (stuffing a reader cannot see)",
     ):
         fault = figures["faults"][name]
         assert fault["applied"] == 2 * 4  # every document, every wrong type
@@ -62,14 +63,20 @@ def test_bench_verify_reports_the_llm_faults_and_false_escalation(corpus, tmp_pa
         "gate": {"confirmed": 2},
         "escalated_by": {},
     }
-    # Hidden text: each of the five ways in turn, in a PDF read by the ingestion code.
-    by_kind = figures["faults"]["hidden text (stuffing a reader cannot see)"]["by_kind"]
-    assert sum(k["applied"] for k in by_kind.values()) == 8
-    assert all(k["applied"] >= 1 and k["not_escalated"] == 0 for k in by_kind.values())
+    # Hidden text: one fault kind per hiding method (benchmarks.hiddengen), each document
+    # drawn into a PDF read by the ingestion code; the lying ToUnicode map on every fourth
+    # document only (its glyph check is an OCR call), when tesseract is installed.
+    for method in hiddengen.METHODS:
+        fault = figures["faults"][f"hidden text: {method.replace('_', ' ')}"]
+        if method == "tounicode_lie":
+            assert fault["applied"] == (1 if tesseract_available() else 0)
+        else:
+            assert fault["applied"] == 2
+        assert fault["applied"] == 0 or fault["escalated"] == 1.0, method
     assert figures["documents_with_hidden_text"] == 0
     text = out.getvalue()
     assert "keyword stuffing with a fooled model" in text
-    assert "Hidden text, by the way it was hidden" in text
+    assert "Hidden text: drawing and reading" in text
     assert "Clean false-escalation rate: 0.00% (0/2)" in text
 
 

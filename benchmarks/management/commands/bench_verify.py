@@ -12,7 +12,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks import faults
 from benchmarks.evaluation import read_labels
-from benchmarks.pdfgen import HIDDEN_KINDS, hidden_text_pdf
+from benchmarks.hiddengen import METHODS, hidden_pdf
+from documents.ocr import make_tesseract_engine
 from documents.pages import PageContent, UnreadableDocument, extract_pdf
 from documents.services import pages_extract
 from engine import pipeline
@@ -45,11 +46,12 @@ class Command(BaseCommand):
         "outputs and the verification time per document (LLM excluded). Every output is "
         "treated as an LLM's: the independent gate compares it with the offline classifier."
     )
-    # "Hidden text" needs more than text to inject: for each document and each other type,
-    # keyword stuffing for that type is drawn into a real PDF of the document where a reader
-    # cannot see it (each way in turn: documents.hidden's kinds), the PDF is read by the
-    # ingestion code (documents.pages, in this process), and a fooled model answers that
-    # type quoting the hidden lines.
+    # "Hidden text" needs more than text to inject: for each document and each hiding method
+    # (benchmarks.hiddengen.METHODS, one fault kind each), keyword stuffing for another type
+    # (in turn) is drawn into a real PDF of the document where a reader cannot see it (or,
+    # a lying ToUnicode map, drawn as benign glyphs), the PDF is read by the ingestion code
+    # (documents.pages, in this process, with OCR for the glyph check), and a fooled model
+    # answers that type quoting the hidden lines.
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("corpus")
@@ -59,7 +61,14 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-hidden-text",
             action="store_true",
-            help="skip the hidden-text fault (it draws and reads a PDF per document and type)",
+            help="skip the hidden-text faults (they draw and read a PDF per document and method)",
+        )
+        parser.add_argument(
+            "--lie-every",
+            type=int,
+            default=4,
+            help="the lying-ToUnicode fault on every Nth document only: its glyph check is an "
+            "OCR call per document (seconds), the other methods are drawn for every document",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -106,7 +115,8 @@ class Command(BaseCommand):
         usable = 0
         names = [f.name for f in faults.FAULTS] + [f.name for f in faults.LLM_FAULTS]
         if not options["no_hidden_text"]:
-            names.append(faults.HIDDEN_TEXT_FAULT)
+            names.extend(_hidden_fault(method) for method in METHODS)
+        ocr = make_tesseract_engine()
         hidden_kinds: Counter[str] = Counter()  # applied, by the way the text was hidden
         hidden_missed: Counter[str] = Counter()  # not escalated, by the way
         results: dict[str, dict[str, Any]] = {
@@ -168,12 +178,23 @@ class Command(BaseCommand):
                         record(retype.name, retype.expected_code, output, changed)
             if options["no_hidden_text"]:
                 continue
-            for turn, target in enumerate(t for t in DOC_TYPES if t != DocType(label)):
-                kind = HIDDEN_KINDS[(number + turn) % len(HIDDEN_KINDS)]
+            others = [t for t in DOC_TYPES if t != DocType(label)]
+            lines_of = [line for page in pages for line in page.split("\n")]
+            for turn, (method, variants) in enumerate(METHODS.items()):
+                if method == "tounicode_lie" and (ocr is None or number % options["lie_every"]):
+                    continue
+                target = others[(number + turn) % len(others)]
                 lines = faults.stuffing_lines(pages, target)
                 started = time.perf_counter()
                 try:
-                    read = extract_pdf(hidden_text_pdf(pages, lines + lines, kind=kind), ocr=None)
+                    pdf = hidden_pdf(
+                        [lines_of],
+                        lines,
+                        method=method,
+                        variant=(number + turn) % variants,
+                        position=(1, 3, 99)[(number + turn) % 3],
+                    )
+                    read = extract_pdf(pdf, ocr=ocr if method == "tounicode_lie" else None)
                 except UnreadableDocument:
                     continue  # nothing a reader sees on a page: no text layer to hide beside
                 hidden_seconds += time.perf_counter() - started
@@ -182,12 +203,12 @@ class Command(BaseCommand):
                 if fooled is None:
                     continue
                 faults.fooled(fooled, lines, target)
-                hidden_kinds[kind] += 1
+                hidden_kinds[method] += 1
                 decision = record(
-                    faults.HIDDEN_TEXT_FAULT, "hidden_text", fooled, drawn, hidden_of(read)
+                    _hidden_fault(method), "hidden_text", fooled, drawn, hidden_of(read)
                 )
                 if decision != Decision.ESCALATE_TO_SME:
-                    hidden_missed[kind] += 1
+                    hidden_missed[method] += 1
 
         self.stdout.write(
             f"Corpus {corpus}: {len(documents)} documents, {usable} with a "
@@ -212,14 +233,9 @@ class Command(BaseCommand):
             }
         if hidden_kinds:
             self.stdout.write(
-                "Hidden text, by the way it was hidden (applied / not escalated): "
-                + ", ".join(f"{k} {hidden_kinds[k]}/{hidden_missed[k]}" for k in HIDDEN_KINDS)
-                + f"; drawing and reading the PDFs took {hidden_seconds:.1f} s"
+                f"Hidden text: drawing and reading {sum(hidden_kinds.values())} PDFs took "
+                f"{hidden_seconds:.1f} s"
             )
-            figures["faults"][faults.HIDDEN_TEXT_FAULT]["by_kind"] = {
-                k: {"applied": hidden_kinds[k], "not_escalated": hidden_missed[k]}
-                for k in HIDDEN_KINDS
-            }
         # Ingestion's own findings on the corpus: hidden words, or only stray glyphs.
         flagged = sum(1 for _p, _l, hidden in documents if any(h.words for h in hidden))
         glyphs = sum(1 for _p, _l, hidden in documents if hidden) - flagged
@@ -270,6 +286,10 @@ class Command(BaseCommand):
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(figures, indent=2, sort_keys=True))
             self.stdout.write(f"Wrote {options['json_out']}")
+
+
+def _hidden_fault(method: str) -> str:
+    return f"hidden text: {method.replace('_', ' ')}"
 
 
 def hidden_of(pages: list[PageContent]) -> list[HiddenText]:

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from benchmarks import bundles, evaluation
 from documents.services import pages_extract
 from engine.classifiers.trained import TrainedModel, UntrustedModel
+from engine.document import HiddenText
 from reliability import training
 from reliability.services import build_classifiers, get_preset
 
@@ -104,7 +105,16 @@ class Command(BaseCommand):
             raise CommandError(f"{corpus}/labels.csv not found.")
 
         def extract(path: Path) -> list[str]:
-            return [p.text for p in pages_extract(name=path.name, data=path.read_bytes())]
+            # As a run is given it: the pages' text and the hidden text ingestion recorded.
+            read = pages_extract(name=path.name, data=path.read_bytes())
+            return evaluation.Pages(
+                [p.text for p in read],
+                [
+                    HiddenText(page=p.number, kind=item["kind"], words=item["words"])
+                    for p in read
+                    for item in p.hidden
+                ],
+            )
 
         primary, gate, client = build_classifiers()
         if model is not None:
