@@ -75,7 +75,7 @@ SLOW = (
     "tests/engine/test_risk.py::test_learn_then_test_holds_its_bound",
     "tests/reliability/test_bench_learning.py::",
     "tests/reliability/test_gemini_runs.py::test_a_hung_model",
-    "tests/reliability/test_gemini.py::test_no_try_outlives",
+    "tests/reliability/test_llm_clients.py::test_no_try_outlives",
     "tests/review/test_quality_checks.py::test_the_audited_share",
     "tests/test_settings.py::test_check_deploy",
     "tests/test_settings.py::test_the_deployment_chooses_its_template_packs",
