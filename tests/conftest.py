@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -379,6 +380,20 @@ def run_burst_worker(
         timeout=120,
         check=True,
     )
+
+
+@functools.cache
+def _text_pdf(pages: tuple[tuple[str, ...], ...]) -> bytes:
+    from benchmarks.pdfgen import text_pdf
+
+    return text_pdf([list(page) for page in pages])
+
+
+def text_pdf_once(pages: list[list[str]]) -> bytes:
+    """benchmarks.pdfgen.text_pdf(pages), drawn once a process: reportlab takes a tenth of a
+    second and more a PDF, the PDF is the same every time (invariant), and bytes cannot be
+    changed by the test that gets them."""
+    return _text_pdf(tuple(tuple(page) for page in pages))
 
 
 def pathology_field_names() -> list[str]:
