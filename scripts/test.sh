@@ -1,17 +1,32 @@
 #!/usr/bin/env bash
-# Run the whole test suite against a real PostgreSQL and Redis (see docs/testing.md).
-# Extra arguments go to pytest, e.g. scripts/test.sh -k upload -x
+# Run the test suite against a real PostgreSQL and Redis (see docs/testing.md), in parallel:
+# one pytest-xdist worker per core (PYTEST_WORKERS=N to choose, 0 for none), each with its own
+# test database and Redis database. Extra arguments go to pytest, e.g. scripts/test.sh -k upload
+#   scripts/test.sh          what CI runs: everything but the `long` tests
+#   scripts/test.sh --long   everything, with the nightly sizes: the `long` tests (default
+#                            timings waited out), HYPOTHESIS_PROFILE=nightly, KEY_SEQUENCES=300
 #   scripts/test.sh --fast   on SQLite, the tests that need neither PostgreSQL, Redis nor Chromium
 #                            and take no more than a moment each
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+parallel=(-n "${PYTEST_WORKERS:-$(nproc)}" --dist worksteal)
+[ "${PYTEST_WORKERS:-}" = "0" ] && parallel=()
+
 if [ "${1:-}" = "--fast" ]; then
   shift
   scripts/bootstrap.sh
   unset DATABASE_URL REDIS_URL DEBUG
-  mkdir -p var  # the SQLite test database is a file there (config/settings.py)
-  exec .venv/bin/pytest -m "not postgres and not redis and not browser and not slow" "$@"
+  mkdir -p var  # the SQLite test databases are files there (config/settings.py), one a worker
+  exec .venv/bin/pytest "${parallel[@]}" \
+    -m "not postgres and not redis and not browser and not slow and not long" "$@"
+fi
+
+markers=(-m "not long")
+if [ "${1:-}" = "--long" ]; then
+  shift
+  markers=()
+  export HYPOTHESIS_PROFILE=nightly KEY_SEQUENCES=300
 fi
 
 scripts/system-deps.sh --test
@@ -34,4 +49,4 @@ except Exception as exc:
     sys.exit(f"Redis is not reachable ({exc}). Start it, or set TEST_REDIS_URL.")
 PY
 
-exec .venv/bin/pytest "$@"
+exec .venv/bin/pytest "${parallel[@]}" "${markers[@]}" "$@"

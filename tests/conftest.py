@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import functools
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings as django_settings
@@ -14,7 +17,25 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 ROOT = Path(__file__).resolve().parent.parent
-TEST_REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def worker_redis_url(base: str, worker: str) -> str:
+    """The Redis database of one pytest-xdist worker: ``base``'s database number minus the
+    worker's index (gw0 keeps it, gw1 takes the one below, ...), so parallel workers never
+    empty each other's queues. Without xdist (``worker`` empty) it is ``base`` itself."""
+    if not worker:
+        return base
+    parts = urlsplit(base)
+    number = int(parts.path.strip("/") or 0) - int(worker.removeprefix("gw"))
+    if number < 0:
+        raise RuntimeError(f"TEST_REDIS_URL {base}: no Redis database left for worker {worker}")
+    return urlunsplit(parts._replace(path=f"/{number}"))
+
+
+TEST_REDIS_URL = worker_redis_url(
+    os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15"),
+    os.environ.get("PYTEST_XDIST_WORKER", ""),
+)
 PASSWORD = "correct-horse-battery-staple"
 
 # Hypothesis: "ci" (the default) sizes property-based and stateful tests for the 10-minute CI;
@@ -56,7 +77,7 @@ SLOW = (
     "tests/engine/test_risk.py::test_learn_then_test_holds_its_bound",
     "tests/reliability/test_bench_learning.py::",
     "tests/reliability/test_gemini_runs.py::test_a_hung_model",
-    "tests/reliability/test_gemini.py::test_no_try_outlives",
+    "tests/reliability/test_llm_clients.py::test_no_try_outlives",
     "tests/review/test_quality_checks.py::test_the_audited_share",
     "tests/test_settings.py::test_check_deploy",
     "tests/test_settings.py::test_the_deployment_chooses_its_template_packs",
@@ -75,12 +96,125 @@ def pytest_collection_modifyitems(config: Any, items: list[pytest.Item]) -> None
 
 
 @pytest.fixture(scope="session")
-def django_db_modify_db_settings() -> None:
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    # Overriding pytest-django's fixture drops its dependencies: ask again for the one that
+    # gives each pytest-xdist worker a test database of its own (test_vetted_gw0, ...).
     # The live server answers each request on a thread of its own; persistent connections
     # would outlive those threads and keep the test database from being dropped.
     for alias in connections:
         connections.settings[alias]["CONN_MAX_AGE"] = 0
         connections[alias].settings_dict["CONN_MAX_AGE"] = 0
+
+
+# -- one migrated test database for all pytest-xdist workers ------------------------------------
+# Migrating a test database costs about 15 s of CPU (and minutes of wall time on a loaded
+# 2-core machine). Under xdist the first worker to get here migrates a template database once
+# (so the migrations are still run, and tested, once a run); every worker then clones it
+# (PostgreSQL: CREATE DATABASE ... TEMPLATE; SQLite: a copy of the file) and pytest-django
+# keeps the clone as it would with --reuse-db: migrate finds nothing to apply. The worker drops
+# its clone at the end, the controlling process the template.
+
+
+def _template_name(test_name: str) -> str:
+    return f"{test_name}_tpl"
+
+
+def _maintenance(settings_dict: dict[str, Any]) -> Any:
+    import psycopg
+
+    return psycopg.connect(
+        dbname="postgres",
+        host=settings_dict.get("HOST") or None,
+        port=settings_dict.get("PORT") or None,
+        user=settings_dict.get("USER") or None,
+        password=settings_dict.get("PASSWORD") or None,
+        autocommit=True,
+    )
+
+
+def _drop_database(settings_dict: dict[str, Any], name: str) -> None:
+    if "sqlite" in settings_dict["ENGINE"]:
+        for path in (name, f"{name}-wal", f"{name}-shm"):
+            Path(path).unlink(missing_ok=True)
+        return
+    with _maintenance(settings_dict) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _copy_database(settings_dict: dict[str, Any], template: str, clone: str) -> None:
+    _drop_database(settings_dict, clone)
+    if "sqlite" in settings_dict["ENGINE"]:
+        shutil.copyfile(template, clone)  # closed, so its WAL is checkpointed into it
+        return
+    with _maintenance(settings_dict) as admin:
+        admin.execute(f'CREATE DATABASE "{clone}" TEMPLATE "{template}"')
+
+
+def _clone_from_template(config: Any, worker: str) -> None:
+    import fcntl
+    import tempfile
+
+    from django.conf import settings
+
+    db = connections["default"]
+    clone = str(db.settings_dict["TEST"]["NAME"])  # test_<name>_gwN (the xdist suffix)
+    template = _template_name(clone.removesuffix(f"_{worker}"))
+    run = config.workerinput["testrunuid"]
+    shared = Path(tempfile.gettempdir())
+    with open(shared / f"vetted-testdb-{run}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one worker migrates; the others wait, then clone
+        ready = shared / f"vetted-testdb-{run}.ready"
+        if not ready.exists():
+            name = db.settings_dict["NAME"]
+            db.settings_dict["TEST"]["NAME"] = template
+            try:
+                db.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+            finally:
+                db.close()
+                db.settings_dict["NAME"] = settings.DATABASES["default"]["NAME"] = name
+                db.settings_dict["TEST"]["NAME"] = clone
+            ready.touch()
+        _copy_database(db.settings_dict, template, clone)
+
+
+@pytest.fixture(scope="session")
+def django_db_keepdb(
+    request: pytest.FixtureRequest,
+    django_db_modify_db_settings: None,
+    django_db_blocker: Any,
+) -> Iterator[bool]:
+    config = request.config
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    reuse = bool(config.getvalue("reuse_db"))
+    if (
+        reuse
+        or not worker
+        or connection.vendor not in ("postgresql", "sqlite")
+        # an SQLite test database in memory has nothing to copy
+        or not connection.settings_dict["TEST"].get("NAME")
+        or config.getvalue("create_db")
+        or config.getvalue("nomigrations")
+    ):
+        yield reuse
+        return
+    with django_db_blocker.unblock():
+        _clone_from_template(config, worker)
+    yield True  # pytest-django: use the clone as it is, and leave it to us to drop
+    with django_db_blocker.unblock():
+        connections.close_all()
+        _drop_database(connection.settings_dict, str(connection.settings_dict["NAME"]))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The controlling process of an xdist run drops the template its workers cloned."""
+    config = session.config
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    db: dict[str, Any] = django_settings.DATABASES["default"]
+    if not any(vendor in db["ENGINE"] for vendor in ("postgresql", "sqlite")):
+        return
+    test_name = (db.get("TEST") or {}).get("NAME") or f"test_{db['NAME']}"
+    _drop_database(db, _template_name(str(test_name)))
 
 
 @pytest.fixture(autouse=True)
@@ -261,6 +395,20 @@ def run_burst_worker(
         timeout=120,
         check=True,
     )
+
+
+@functools.cache
+def _text_pdf(pages: tuple[tuple[str, ...], ...]) -> bytes:
+    from benchmarks.pdfgen import text_pdf
+
+    return text_pdf([list(page) for page in pages])
+
+
+def text_pdf_once(pages: list[list[str]]) -> bytes:
+    """benchmarks.pdfgen.text_pdf(pages), drawn once a process: reportlab takes a tenth of a
+    second and more a PDF, the PDF is the same every time (invariant), and bytes cannot be
+    changed by the test that gets them."""
+    return _text_pdf(tuple(tuple(page) for page in pages))
 
 
 def pathology_field_names() -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.pdfgen import text_pdf
+from tests.conftest import text_pdf_once
 
 PATHOLOGY_PAGES = [
     [
@@ -28,7 +28,7 @@ PATHOLOGY_PAGES = [
 
 @pytest.fixture
 def pathology_pdf() -> bytes:
-    return text_pdf(PATHOLOGY_PAGES)
+    return text_pdf_once(PATHOLOGY_PAGES)
 
 
 def drawn_pdf(content: Callable[[Any], None]) -> bytes:

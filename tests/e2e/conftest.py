@@ -25,25 +25,71 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture
-def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """One Chromium per test. Playwright's sync API keeps an event loop open in the test
-    thread, and Django's ORM refuses to run beside one unless told it is safe (it is: the
-    thread never awaits). Scoping both to the test keeps every other test's checks intact."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's chromium package.")
-    from playwright.sync_api import sync_playwright
+class _Shared:
+    """One Playwright and one Chromium for a run of consecutive browser tests in this process
+    (starting them costs 2-5 s; a context per test costs a fraction of that)."""
 
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
+    playwright: Any = None
+    browser: Any = None
+    async_unsafe: str | None = None
+
+
+def _shared_browser() -> Any:
+    if _Shared.browser is None:
+        if not Path(CHROMIUM).exists():
+            pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's chromium package.")
+        from playwright.sync_api import sync_playwright
+
+        # Playwright's sync API keeps an event loop open in this thread for as long as it
+        # runs, and Django's ORM refuses to run beside one unless told it is safe (it is: the
+        # thread never awaits). It is told so only while the browser is open, which is only
+        # while browser tests run (pytest_runtest_teardown below closes it before any other).
+        _Shared.async_unsafe = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+        _Shared.playwright = sync_playwright().start()
+        _Shared.browser = _Shared.playwright.chromium.launch(
             executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
         )
-        yield browser
-        browser.close()
+    return _Shared.browser
+
+
+def _close_shared_browser() -> None:
+    if _Shared.playwright is None:
+        return
+    try:
+        if _Shared.browser is not None:
+            _Shared.browser.close()
+        _Shared.playwright.stop()
+    finally:
+        _Shared.playwright = _Shared.browser = None
         # While the loop runs, Django keeps this thread's connections in a context variable;
-        # close them before the loop stops, or they outlive the test and block its teardown.
+        # close them before the loop stops, or they outlive it and block the database's drop.
         connections.close_all()
+        if _Shared.async_unsafe is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = _Shared.async_unsafe
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After a browser test's own teardown: keep the shared Chromium for the next test only
+    if that one is a browser test too, so no other test ever runs beside Playwright's loop."""
+    result = yield
+    if nextitem is None or "browser" not in getattr(nextitem, "fixturenames", ()):
+        _close_shared_browser()
+    return result
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Chromium, shared with the browser tests that run next in this process; each test gets
+    it without any context (no cookies, storage or pages of another test's)."""
+    shared = _shared_browser()
+    yield shared
+    for context in list(shared.contexts):
+        context.close()
+    connections.close_all()
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import urllib.error
 import urllib.request
@@ -362,10 +363,12 @@ KEYS = [
 # How long a key may take to send the page request it sends (seconds): saving keys longest,
 # so that a decision is never counted against the next key.
 PATIENCE = {"v": 0.6, "Enter": 0.6, "s": 0.3, "u": 0.3, "n": 0.3}
-SEQUENCES = 300
+# How many random sequences: 40 in CI (about 30 s); the nightly run (scripts/test.sh --long)
+# sets KEY_SEQUENCES=300 (about 4 minutes).
+SEQUENCES = int(os.environ.get("KEY_SEQUENCES", "40"))
 
 
-def test_300_random_key_sequences_record_exactly_what_the_panel_showed(
+def test_random_key_sequences_record_exactly_what_the_panel_showed(
     browser, live_server, people, settings
 ):
     settings.SECOND_REVIEW_ON_CORRECTION = False  # decisions stay visible to their decider
@@ -454,4 +457,5 @@ def test_300_random_key_sequences_record_exactly_what_the_panel_showed(
             assert review.outcome == expected, (key, shown, review.outcome)
             recorded += 1
         checked += 1
-    assert checked >= SEQUENCES * 0.9 and recorded > 20, (checked, recorded)
+    # At least one recorded decision in 15 sequences (20 in the nightly 300).
+    assert checked >= SEQUENCES * 0.9 and recorded > SEQUENCES // 15, (checked, recorded)

@@ -25,6 +25,13 @@ FAST_RECOVERY = {
     "JOB_STALE_SECONDS": "3",
     "QUEUE_LOST_SECONDS": "2",
 }
+# Tests that wait for the recovery loop run twice (parametrise ``fast`` with these): with
+# FAST_RECOVERY in CI (the same code paths, in seconds), and at the default settings, which
+# take up to two minutes each, in the long profile only (scripts/test.sh --long).
+TIMINGS = [
+    pytest.param(True, id="short-timings"),
+    pytest.param(False, id="default-timings", marks=pytest.mark.long),
+]
 
 
 def _children(pid: int) -> list[int]:
@@ -78,6 +85,8 @@ class PrivateRedis:
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
+            if self.process.poll() is not None:  # the port was taken meanwhile
+                raise RuntimeError(f"redis-server exited on port {self.port}")
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
                 return
@@ -96,8 +105,16 @@ class PrivateRedis:
 def private_redis(settings: Any, tmp_path: Path) -> Iterator[PrivateRedis]:
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed")
-    server = PrivateRedis(_free_port(), tmp_path)
-    server.start()
+    # Another test process may take the free port before redis-server binds it: try others.
+    for attempt in range(5):
+        server = PrivateRedis(_free_port(), tmp_path)
+        try:
+            server.start()
+            break
+        except RuntimeError:
+            server.stop()
+            if attempt == 4:
+                raise
     use_redis(settings, server.url)
     yield server
     server.stop()

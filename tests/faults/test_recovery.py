@@ -14,7 +14,7 @@ from documents.services import document_create
 from reliability.models import Run
 from reliability.services import api_token_create
 from review.models import GroundTruth, ReviewPacket
-from tests.faults.conftest import wait_for
+from tests.faults.conftest import TIMINGS, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -67,15 +67,19 @@ def requeued_within(seconds: float, condition: Any, *, since: float, what: str) 
     return took
 
 
-def test_a_worker_killed_mid_ingest_is_replaced_and_the_document_decided_once(workers, reviewer):
-    # Default heartbeat, stale and recovery settings: what an operator gets.
-    first = workers.start(fast=False, FAULT_INGEST_SLEEP="600")
+@pytest.mark.parametrize("fast", TIMINGS)
+def test_a_worker_killed_mid_ingest_is_replaced_and_the_document_decided_once(
+    workers, reviewer, fast
+):
+    # At default heartbeat, stale and recovery settings (what an operator gets) in the long
+    # profile; at short ones (the same code paths, seconds instead of a minute) in CI.
+    first = workers.start(fast=fast, FAULT_INGEST_SLEEP="600")
     document = upload(1, reviewer)
     wait_for(lambda: workers.lines("ingest-start"), what="the ingestion to start")
     assert Document.objects.get(pk=document.pk).status == Document.Status.INGESTING
     workers.kill(first)
     killed = time.monotonic()
-    workers.start(fast=False)  # nobody presses Retry: the new worker's recovery loop takes it over
+    workers.start(fast=fast)  # nobody presses Retry: the new worker's recovery loop takes it over
 
     requeued_within(
         120,
@@ -93,13 +97,14 @@ def test_a_worker_killed_mid_ingest_is_replaced_and_the_document_decided_once(wo
     assert Document.objects.get(pk=document.pk).ingest_attempts == 2
 
 
-def test_a_worker_killed_mid_run_is_replaced_and_the_run_decided_once(workers, reviewer):
-    first = workers.start(fast=False, FAULT_RUN_SLEEP="600")
+@pytest.mark.parametrize("fast", TIMINGS)
+def test_a_worker_killed_mid_run_is_replaced_and_the_run_decided_once(workers, reviewer, fast):
+    first = workers.start(fast=fast, FAULT_RUN_SLEEP="600")
     document = upload(2, reviewer)
     wait_for(lambda: workers.lines("classify-start"), what="the run to start")
     workers.kill(first)
     killed = time.monotonic()
-    workers.start(fast=False)
+    workers.start(fast=fast)
 
     requeued_within(
         120,

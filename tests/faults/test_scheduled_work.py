@@ -23,7 +23,7 @@ from integrations.models import WebhookDelivery, WebhookEndpoint
 from reliability import services as runs
 from reliability.models import Run
 from tests.conftest import ready_document
-from tests.faults.conftest import wait_for
+from tests.faults.conftest import TIMINGS, wait_for
 from tests.integrations.receiver import ALLOW_LOOPBACK, Receiver
 from tests.reliability.gemini_stub import GeminiStub, Reply, candidate, error_reply, prompt_pages
 
@@ -110,8 +110,9 @@ def test_a_receiver_down_for_a_while_gets_every_delivery_even_those_made_while_r
     print(f"[measured] {failed_tries} failed tries before that; none stuck, none given up")
 
 
+@pytest.mark.parametrize("fast", TIMINGS)
 def test_waiting_runs_and_webhook_retries_resume_within_two_minutes_of_a_redis_restart(
-    workers, private_redis, settings
+    workers, private_redis, settings, fast
 ):
     settings.GEMINI_API_KEY = "test-key"
     storm = {"on": True}
@@ -127,9 +128,10 @@ def test_waiting_runs_and_webhook_retries_resume_within_two_minutes_of_a_redis_r
         WebhookEndpoint.objects.create(
             name="LIS", url=receiver.url, secret="whsec_test", events=[Event.DOCUMENT_READY]
         )
-        # Default heartbeat, stale and recovery settings; retries 10 s apart.
+        # Default heartbeat, stale and recovery settings (long profile) or short ones (CI);
+        # retries 10 s apart.
         workers.start(
-            fast=False,
+            fast=fast,
             GEMINI_API_KEY="test-key",
             GEMINI_BASE_URL=stub.url,
             LLM_MAX_INLINE_WAIT_SECONDS="0.5",

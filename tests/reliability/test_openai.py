@@ -6,8 +6,8 @@ response cache."""
 
 from __future__ import annotations
 
+import functools
 import json
-import time
 from types import SimpleNamespace
 
 import pytest
@@ -17,32 +17,11 @@ from engine.classifiers.gemini import GeminiClassifier
 from engine.llm.client import OUTPUT_TOKENS
 from engine.llm.delimiting import boundary
 from engine.llm.openai_client import SCHEMA_NOTICE, OpenAIClient
-from engine.llm.throttle import LocalThrottle, RedisThrottle
 from tests.reliability.gemini_stub import GeminiStub
-from tests.reliability.openai_stub import OpenAIStub
+from tests.reliability.llm_providers import OPENAI, client_for
 
-
-@pytest.fixture
-def stub():
-    with OpenAIStub() as server:
-        yield server
-
-
-def make_client(stub, **options):
-    delays = []
-    values = dict(
-        model="qwen2.5-7b-instruct",
-        base_url=stub.base_url,
-        api_key="",
-        timeout_seconds=10,
-        max_transport_retries=3,
-        backoff_base_seconds=0.5,
-        sleep=delays.append,
-    )
-    values.update(options)
-    client = OpenAIClient(**values)
-    client.delays = delays
-    return client
+PROVIDER = OPENAI  # the stub fixture (tests/reliability/conftest.py) serves it
+make_client = functools.partial(client_for, PROVIDER)
 
 
 def test_structured_output_is_parsed_into_the_schema(stub, clean, pages):
@@ -99,158 +78,6 @@ def test_a_reasoning_models_think_block_is_not_read_as_the_answer(stub, clean, p
     assert GeminiClassifier(make_client(stub)).classify(pages) == clean
 
 
-def test_a_429_then_a_500_are_retried_with_backoff_then_succeed(stub, clean, pages):
-    stub.fail(429)
-    stub.fail(500)
-    stub.reply(clean.model_dump_json())
-    client = make_client(stub)
-    assert GeminiClassifier(client).classify(pages) == clean
-    assert len(stub.requests) == 3
-    assert 0.25 <= client.delays[0] <= 0.5 and 0.5 <= client.delays[1] <= 1.0  # jittered
-    assert client.calls[0].tries == 3 and client.calls[0].ok
-
-
-def test_retry_after_is_honoured(stub, clean, pages):
-    stub.fail(429, retry_after=7)
-    stub.reply(clean.model_dump_json())
-    client = make_client(stub, max_inline_wait_seconds=20)
-    assert GeminiClassifier(client).classify(pages) == clean
-    assert client.delays and client.delays[0] >= 7  # not the 0.25-0.5 s backoff
-
-
-def test_persistent_5xx_is_transient_and_bounded(stub, pages):
-    stub.fail(500, times=10)
-    client = make_client(stub)
-    with pytest.raises(llm.LLMUnavailable, match=r"HTTP 500 after 4 attempt\(s\); tries exhausted"):
-        GeminiClassifier(client).classify(pages)
-    assert len(stub.requests) == 4  # 1 + 3 retries: the SDK's own retries are off
-    assert (client.calls[0].tries, client.calls[0].outcome) == (4, "unavailable")
-
-
-def test_a_long_retry_after_frees_the_worker_and_opens_the_shared_circuit(stub, pages):
-    stub.fail(429, retry_after=60)
-    throttle = LocalThrottle()
-    first = make_client(stub, throttle=throttle)
-    before = time.time()
-    with pytest.raises(llm.LLMUnavailable) as caught:
-        GeminiClassifier(first).classify(pages)
-    assert caught.value.hinted and caught.value.retry_at >= before + 59
-    other = make_client(stub, throttle=throttle)
-    with pytest.raises(llm.LLMUnavailable, match=r"asked to wait \(HTTP 429 rate_limit_exceeded\)"):
-        GeminiClassifier(other).classify(pages)
-    assert len(stub.requests) == 1 and other.calls[0].tries == 0
-
-
-def test_the_circuit_is_shared_with_workers_through_redis(stub, pages, redis_url):
-    from redis import Redis
-
-    stub.fail(429, retry_after=30)
-    worker_a = make_client(stub, throttle=RedisThrottle(Redis.from_url(redis_url)))
-    with pytest.raises(llm.LLMUnavailable):
-        GeminiClassifier(worker_a).classify(pages)
-    worker_b = make_client(stub, throttle=RedisThrottle(Redis.from_url(redis_url)))
-    with pytest.raises(llm.LLMUnavailable, match="asked to wait"):
-        GeminiClassifier(worker_b).classify(pages)
-    assert len(stub.requests) == 1
-
-
-@pytest.mark.parametrize(
-    ("status", "meaning"),
-    [
-        (400, "the request was rejected as invalid"),
-        (401, "the API key or credentials were not accepted"),
-        (404, "the model or endpoint was not found"),
-    ],
-)
-def test_permanent_errors_fail_at_once_with_the_servers_message(stub, pages, status, meaning):
-    stub.fail(status, times=3, message="upstream says no")
-    client = make_client(stub)
-    with pytest.raises(llm.LLMRefused) as caught:
-        GeminiClassifier(client).classify(pages)
-    assert str(caught.value) == f"HTTP {status} after 1 attempt(s): {meaning} (upstream says no)"
-    assert caught.value.code == status
-    assert len(stub.requests) == 1 and client.delays == []
-    assert client.calls[0].outcome == "refused"
-
-
-def test_a_hung_server_times_out_and_is_retried(stub, clean, pages):
-    stub.hang(5)
-    stub.reply(clean.model_dump_json())
-    client = make_client(stub, timeout_seconds=1, backoff_base_seconds=0.01)
-    started = time.monotonic()
-    assert GeminiClassifier(client).classify(pages) == clean
-    assert time.monotonic() - started < 4
-    assert client.calls[0].tries == 2
-
-
-def test_no_try_outlives_the_runs_deadline(stub, pages):
-    stub.hang(30)
-    client = make_client(stub, timeout_seconds=60, deadline=time.monotonic() + 6)
-    started = time.monotonic()
-    with pytest.raises(llm.LLMUnavailable, match=r"APITimeoutError after 1 attempt.*no time left"):
-        GeminiClassifier(client).classify(pages)
-    assert time.monotonic() - started < 8
-
-
-@pytest.mark.parametrize(
-    ("script", "reason", "message"),
-    [
-        (
-            lambda s: s.content_filter(),
-            "CONTENT_FILTER",
-            "the answer was blocked (finish reason content_filter)",
-        ),
-        (
-            lambda s: s.refusal("I can't help with that."),
-            "REFUSAL",
-            "the model refused to answer (I can't help with that.)",
-        ),
-    ],
-)
-def test_filters_and_refusals_are_blocks_not_re_asked(stub, pages, script, reason, message):
-    script(stub)
-    stub.reply("{}")  # would be the re-ask: must not be asked for
-    client = make_client(stub)
-    with pytest.raises(llm.LLMBlocked) as caught:
-        GeminiClassifier(client).classify(pages)
-    assert str(caught.value) == f"the language model blocked the request: {message}"
-    assert caught.value.reason == reason and len(stub.requests) == 1
-    assert client.calls[0].outcome == "blocked"
-
-
-def test_an_empty_answer_is_asked_once_more(stub, clean, pages):
-    stub.empty()
-    stub.reply(clean.model_dump_json())
-    client = make_client(stub)
-    assert GeminiClassifier(client).classify(pages) == clean
-    assert len(stub.requests) == 2 and stub.prompt(1) == stub.prompt(0)
-    assert (client.calls[0].tries, client.calls[0].retried) == (2, 1)
-
-
-def test_an_answer_empty_twice_is_a_block_that_says_so(stub, pages):
-    stub.empty_content()
-    stub.empty_content()
-    stub.reply("{}")
-    with pytest.raises(llm.LLMBlocked) as caught:
-        GeminiClassifier(make_client(stub)).classify(pages)
-    assert str(caught.value) == (
-        "the language model blocked the request: the model returned an empty answer "
-        "(finish reason stop), twice"
-    )
-    assert caught.value.reason == "EMPTY" and len(stub.requests) == 2
-
-
-def test_a_truncated_answer_is_asked_again_with_twice_the_limit(stub, clean, pages):
-    stub.truncated()
-    stub.reply(clean.model_dump_json())
-    client = make_client(stub, thinking_budget=0)
-    assert GeminiClassifier(client).classify(pages) == clean
-    limits = [r["max_completion_tokens"] for r in stub.requests]
-    assert limits == [OUTPUT_TOKENS, 2 * OUTPUT_TOKENS]
-    assert all("max_tokens" not in r for r in stub.requests)
-    assert "YOUR PREVIOUS RESPONSE WAS INVALID" not in stub.prompt(1)
-
-
 def test_an_answer_truncated_twice_is_called_truncation(stub, pages):
     stub.truncated()
     stub.truncated()
@@ -262,23 +89,6 @@ def test_an_answer_truncated_twice_is_called_truncation(stub, pages):
         2 * (OUTPUT_TOKENS + 1024)
     ]
     assert client.calls[0].outcome == "truncated"
-
-
-def test_a_schema_invalid_response_is_re_asked_once_with_the_error(stub, clean, pages):
-    stub.reply(json.dumps({"dominant_type_overall": "pathology"}))
-    stub.reply(clean.model_dump_json())
-    client = make_client(stub)
-    assert GeminiClassifier(client).classify(pages) == clean
-    assert "--- YOUR PREVIOUS RESPONSE WAS INVALID ---" in stub.prompt(1)
-    assert client.calls[0].reasked
-
-
-def test_a_second_invalid_response_is_a_schema_failure(stub, pages):
-    stub.reply("not json")
-    stub.reply("{}")
-    with pytest.raises(llm.LLMSchemaError, match="after one re-ask"):
-        GeminiClassifier(make_client(stub)).classify(pages)
-    assert len(stub.requests) == 2
 
 
 def test_reasoning_tokens_are_counted_once_and_priced(stub, clean, pages):
@@ -297,30 +107,6 @@ def test_a_free_local_model_costs_nothing(stub, clean, pages):
     client = make_client(stub, price=llm.Price(0.0, 0.0))
     GeminiClassifier(client).classify(pages)
     assert client.usage()["cost_usd"] == 0 and client.calls[0].cost_usd == 0
-
-
-class MemoryCache:
-    def __init__(self):
-        self.entries = {}
-
-    def get(self, key):
-        return self.entries.get(key)
-
-    def put(self, key, *, value, operation, model, prompt_version):
-        self.entries[key] = value
-
-
-def test_the_same_text_asked_the_same_way_is_answered_from_the_cache(stub, clean, pages):
-    stub.reply(clean.model_dump_json())
-    cache = MemoryCache()
-    assert GeminiClassifier(make_client(stub, cache=cache)).classify(pages) == clean
-    second = make_client(stub, cache=cache)
-    assert GeminiClassifier(second).classify(pages) == clean
-    assert len(stub.requests) == 1
-    assert second.usage()["calls"] == 0 and second.usage()["cache_hits"] == 1
-    stub.reply(clean.model_dump_json())
-    GeminiClassifier(make_client(stub, cache=cache, model="llama3.1-8b")).classify(pages)
-    assert len(stub.requests) == 2  # another model is another key
 
 
 def test_evaluation_operations_work_through_the_same_client(stub):

@@ -6,7 +6,7 @@ from engine.document import DocumentContext
 from reliability.models import Run
 from review.models import ReviewPacket
 from review.services.decisions import packet_create
-from tests.conftest import ready_document
+from tests.conftest import ready_document, text_pdf_once
 
 PAGES = [
     "SURGICAL PATHOLOGY REPORT\n\nHistory: breast mass.\n\nFINAL DIAGNOSIS\n\n"
@@ -86,11 +86,10 @@ def pdf_packet(
 
     from django.core.files.base import ContentFile
 
-    from benchmarks.pdfgen import text_pdf
     from documents.models import Document
     from documents.services import document_ingest
 
-    data = data or text_pdf(pages)
+    data = data or text_pdf_once(pages)
     document = Document(
         original_filename=name,
         sha256=hashlib.sha256(data).hexdigest(),
