@@ -747,6 +747,36 @@ ESTIMATED BLOOD LOSS: minimal. The patient tolerated the procedure well.
 Surgeon: {r.choice(DOCTORS)}"""
 
 
+def pathology_with_checklist(r: random.Random) -> str:
+    _, specimen, diagnosis = _site(r)
+    return f"""Pathology report
+Date of tumor procurement {_date(r)}   Date of report {_date(r)}
+Site: {specimen}
+Histologic diagnosis
+{diagnosis}
+Tumor size
+{r.randint(1, 6)}.{r.randint(0, 9)} cm
+Lymph node status
+{r.randint(0, 3)} of {r.randint(8, 20)} lymph nodes with metastatic carcinoma
+Criteria  Yes  No
+Diagnosis Discrepancy
+Primary Tumor Site Discrepancy
+HIPAA Discrepancy
+Prior Malignancy History
+Case is (circle): QUALIFIED / DISQUALIFIED   Reviewer initials ____   Date reviewed ____"""
+
+
+def doppler_report(r: random.Random) -> str:
+    return f"""CAROTID DUPLEX ULTRASOUND
+Exam date: {_date(r)}
+Right ICA peak systolic velocity {r.randint(60, 250)} cm/s (normal < 125)
+Left ICA peak systolic velocity {r.randint(60, 250)} cm/s (normal < 125)
+ICA/CCA ratio {r.choice(['1.2', '2.8', '4.3'])} (< 2.0)
+Plaque: heterogeneous plaque at the right bulb.
+IMPRESSION: {r.choice(['50-69% right ICA stenosis', 'less than 50% stenosis bilaterally'])}.
+Interpreting physician: {r.choice(DOCTORS)}"""
+
+
 P, R, G, N, OT = (
     DocType.PATHOLOGY,
     DocType.RADIOLOGY,
@@ -800,6 +830,8 @@ TEMPLATES: tuple[Template, ...] = (
     Template("progress_note", "genuine", N, N, progress_note),
     Template("discharge_summary", "genuine", N, N, discharge_summary),
     Template("operative_note", "genuine", N, N, operative_note),
+    Template("pathology_with_checklist", "genuine", P, P, pathology_with_checklist),
+    Template("doppler_report", "genuine", R, R, doppler_report),
 )
 
 

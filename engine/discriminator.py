@@ -1,0 +1,309 @@
+"""What a text is about, learned rather than listed (issue 32): a report or note about one patient,
+of which type, or paperwork about reports (a leaflet walking through an example report, a
+referral, an appointment or prior-authorisation letter, a test directory, a consent or trial
+sheet, an audit or peer-review record, a policy, a bill).
+
+A linear model (scikit-learn's logistic regression) over word and character n-grams and a few
+hand features that say whether the text reports findings about one patient: a patient named or
+numbered, a date of service, an author or a sign-out, results stated with units, against text
+addressed to a reader ("you", "your"), examples and samples, blanks to fill in, prices and
+requests. It is trained at first use from the look-alike generator's templates that are not held
+out (engine.lookalikes: text written for this project), in about a second, so it ships as code,
+not as a file, and learns from no document a model was shown.
+
+Callers ask two questions of a ``Reading``:
+* ``not_a_report(doc_type)``: the text is paperwork about a report of that type, not one;
+* ``other_content(doc_type)``: the text's content is of another type than its claimed one
+  (a consult note with FINDINGS and IMPRESSION is a note, whatever its headers say).
+Both answer with evidence (the features that weighed most) or None, and both are deliberately
+confident before they speak: a real report read as paperwork would escalate for nothing.
+
+Pure: no Django.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+
+from engine.schemas import DocType
+
+PER_TEMPLATE = 15  # training documents per template
+SEED = 32
+# How sure the model must be before it says "not a report": paperwork at least MIN_PAPERWORK.
+MIN_PAPERWORK = 0.9
+# An agreement without confidence is confirmed by the structure only when the content does
+# not lean to paperwork: at most this probable.
+MAX_AGREEING = 0.5
+EVIDENCE_FEATURES = 4
+PENALTY = 3.0  # L2: keeps any one signal from deciding alone
+MIN_KINDS = 2  # kinds of paperwork signal that must weigh in before "not a report"
+# ... or a table of results: this many values with reference ranges (a panel, a semen analysis,
+# whatever SPECIMEN and DIAGNOSIS lines stand above it).
+MIN_RANGES = 3
+RANGES = "reference ranges"
+MEASUREMENTS = "measurements"
+MAX_TABLE_MEASUREMENTS = 1
+MAX_CHARS = 20000  # a long document's head says what it is; the rest costs time only
+_I = re.IGNORECASE
+_IM = re.IGNORECASE | re.MULTILINE
+_WORDS = re.compile(r"[A-Za-z]{2,}")
+
+
+@dataclass(frozen=True)
+class Signal:
+    name: str  # what a reviewer reads
+    pattern: re.Pattern[str]
+    reports: bool  # a sign of a report about one patient (else of paperwork about reports)
+
+
+SIGNALS: tuple[Signal, ...] = (
+    # About one patient: who, when, who signed, and findings stated as results.
+    Signal(
+        "a patient named or numbered",
+        re.compile(
+            r"^\s*(?:patient(?:'s)?(?:\s+name)?|name|pt)\s*:|\b(?:MRN|DOB|date of birth|accession"
+            r"|medical record)\b",
+            _IM,
+        ),
+        True,
+    ),
+    Signal(
+        "a date of service",
+        re.compile(
+            r"\b(?:date of (?:service|visit|exam|operation|procedure|admission|discharge)|exam date"
+            r"|collected|received|admitted|discharged|performed|report date|clinic date|seen on)\b",
+            _I,
+        ),
+        True,
+    ),
+    Signal(
+        "an author or sign-out",
+        re.compile(
+            r"\b(?:electronically signed|signed out|dictated|transcribed|reported by|signed by"
+            r"|attending|surgeon|pathologist|radiologist|laboratory director|M\.?D\.?)\b",
+            _I,
+        ),
+        True,
+    ),
+    Signal(
+        "findings stated as results",
+        re.compile(
+            r"\b(?:shows?|showed|demonstrates?|reveals?|revealed|is seen|are seen|consistent with"
+            r"|no evidence of|measures?|measuring|unremarkable|within normal limits|positive for"
+            r"|negative for|detected|identified|noted|denies|complains? of|presents? with"
+            r"|was (?:placed|performed|given|started|admitted))\b",
+            _I,
+        ),
+        True,
+    ),
+    Signal(
+        "measurements", re.compile(r"\b\d+(?:\.\d+)?\s?(?:mm|cm|mL|mg|mmHg|kg|bpm)\b", _I), True
+    ),
+    Signal(
+        "clinical history",
+        re.compile(
+            r"\b(?:year-old|y/o|yo|history of|past medical|medications?|allergies|vital signs"
+            r"|examination|exam|impression|assessment|plan|diagnosis|findings)\b",
+            _I,
+        ),
+        True,
+    ),
+    # About reports in general, or asking for something.
+    Signal("addressed to a reader", re.compile(r"\b(?:you|your|yours)\b", _I), False),
+    Signal(
+        "examples and explanations",
+        re.compile(
+            r"\b(?:example|sample (?:report|result)|made-up|invented|for information|leaflet"
+            r"|guide|what does|explains?|explained|means?|information sheet)\b",
+            _I,
+        ),
+        False,
+    ),
+    Signal("blanks to fill in", re.compile(r"_{3,}|\[\s?\]|☐"), False),
+    Signal(
+        "prices and charges",
+        re.compile(
+            r"\$\s?\d|\bprices?\b|\bcharges?\b|\bCPT\b|\bbill(?:ed|ing)?\b|amount due|self-pay"
+            r"|insurance|insurer|member id",
+            _I,
+        ),
+        False,
+    ),
+    Signal(
+        "requests and bookings",
+        re.compile(
+            r"\b(?:please|request(?:ed|ing)?|referr(?:al|ing)|appointment|booked|approve[ds]?"
+            r"|coverage|authori[sz]ation|medical necessity|invited|arrival)\b",
+            _I,
+        ),
+        False,
+    ),
+    Signal(
+        "consent and research",
+        re.compile(
+            r"\b(?:I (?:understand|agree|confirm|consent)|consent|research|study|participants?"
+            r"|withdraw|protocol|take part)\b",
+            _I,
+        ),
+        False,
+    ),
+    Signal(
+        "audit and policy",
+        re.compile(
+            r"\b(?:audit|standard|quarter|median|re-audit|recommendations|quality (?:assurance"
+            r"|programme|program)|policy|scope|responsibilities|shall|compliance|meeting"
+            r"|minutes|themes|learning points?)\b",
+            _I,
+        ),
+        False,
+    ),
+    # A case review names a discrepancy whether it is a peer-review record or a report's own
+    # quality checklist (TCGA's): a signal of its own, for the model to weigh.
+    Signal(
+        "case review",
+        re.compile(r"\b(?:peer review|reviewer|concordant|discrepanc(?:y|ies)|qualified)\b", _I),
+        False,
+    ),
+    Signal(
+        "a test catalogue",
+        re.compile(
+            r"\b(?:turnaround|TAT|test code|specimen requirements?|per test|client services"
+            r"|catalogue|directory|genes analysed|ordering)\b",
+            _I,
+        ),
+        False,
+    ),
+    Signal(
+        "reference ranges",
+        re.compile(
+            r"\((?:ref\s*)?[<>≥≤=]*\s*\d+(?:\.\d+)?(?:\s*-\s*\d+(?:\.\d+)?)?\)|\(negative\)", _I
+        ),
+        False,
+    ),
+)
+
+
+def signals_of(text: str) -> dict[str, int]:
+    """How often each signal occurs in ``text``."""
+    head = text[:MAX_CHARS]
+    return {s.name: len(s.pattern.findall(head)) for s in SIGNALS}
+
+
+def _row(counts: dict[str, int], words: int) -> list[float]:
+    """Each signal as present (0/1) and as a rate per 100 words, capped: a long report's many
+    findings must not outweigh everything, nor a leaflet's length dilute its "you"."""
+    row = []
+    for s in SIGNALS:
+        n = counts[s.name]
+        row.append(1.0 if n else 0.0)
+        row.append(min(3.0, 100.0 * n / max(words, 1)))
+    return row
+
+
+@dataclass(frozen=True)
+class Reading:
+    paperwork: float  # the probability that the text is paperwork about reports, not a report
+    signals: dict[str, int]
+    evidence: tuple[str, ...]  # the signals that weighed most towards paperwork
+
+    def not_a_report(self, doc_type: DocType) -> str | None:
+        """Why the text is paperwork about a ``doc_type`` report (or note) rather than one,
+        or None when the model is not sure of it."""
+        if doc_type == DocType.OTHER or self.paperwork < MIN_PAPERWORK:
+            return None
+        # A results table: values against reference ranges, not sizes (an obstetric ultrasound
+        # gives its biometry ranges beside measurements in cm).
+        ranges = self.signals.get(RANGES, 0)
+        if self.signals.get(MEASUREMENTS, 0) > MAX_TABLE_MEASUREMENTS:
+            ranges = 0
+        if len(self.evidence) < MIN_KINDS and ranges < MIN_RANGES:
+            return None  # one kind of wording alone is no genre; a results table is one
+        missing = [s.name for s in SIGNALS if s.reports and not self.signals.get(s.name)][:3]
+        what = "a table of results" if ranges >= MIN_RANGES else "paperwork about reports"
+        return (
+            f"it reads as {what}, not a {doc_type.value} report about a patient "
+            f"(probability {self.paperwork:.2f}; weighed most: {'; '.join(self.evidence)}"
+            + (f"; none of: {', '.join(missing)}" if missing else "")
+            + ")"
+        )
+
+    def agrees(self, doc_type: DocType) -> bool:
+        """The content does not contradict ``doc_type``: a report or note type is not read as
+        paperwork, 'other' is not read as a report. An agreement without confidence may be
+        confirmed by the structure only then."""
+        if doc_type == DocType.OTHER:
+            return self.paperwork >= 1.0 - MAX_AGREEING
+        return self.paperwork <= MAX_AGREEING
+
+
+class Discriminator:
+    """Logistic regression over the signals (L2-penalised, fitted by Newton's method in numpy:
+    some thirty features, so scikit-learn's import would cost more than the fit): paperwork (1)
+    against a report or note (0)."""
+
+    def __init__(self, texts: list[str], paperwork: list[bool]) -> None:
+        import numpy as np
+
+        x = np.array([self._features(t)[1] for t in texts], dtype=float)
+        y = np.array([float(p) for p in paperwork])
+        x = np.hstack([x, np.ones((len(x), 1))])
+        w = np.zeros(x.shape[1])
+        penalty = np.full(x.shape[1], PENALTY)
+        penalty[-1] = 0.0  # the intercept is not penalised
+        for _ in range(50):
+            p = 1.0 / (1.0 + np.exp(-(x @ w)))
+            gradient = x.T @ (p - y) + penalty * w
+            hessian = (x * (p * (1 - p))[:, None]).T @ x + np.diag(penalty + 1e-9)
+            step = np.linalg.solve(hessian, gradient)
+            w -= step
+            if float(np.abs(step).max()) < 1e-8:
+                break
+        self.coef = [float(v) for v in w[:-1]]
+        self.intercept = float(w[-1])
+
+    @staticmethod
+    def _features(text: str) -> tuple[dict[str, int], list[float]]:
+        counts = signals_of(text)
+        return counts, _row(counts, len(_WORDS.findall(text[:MAX_CHARS])))
+
+    def read(self, text: str) -> Reading:
+        import math
+
+        counts, row = self._features(text)
+        z = self.intercept + sum(c * v for c, v in zip(self.coef, row, strict=True))
+        probability = 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+        weights = []
+        for k, s in enumerate(SIGNALS):
+            weight = self.coef[2 * k] * row[2 * k] + self.coef[2 * k + 1] * row[2 * k + 1]
+            if not s.reports and weight > 0 and counts[s.name]:
+                weights.append((weight, f"{s.name} ({counts[s.name]})"))
+        evidence = tuple(w for _, w in sorted(weights, reverse=True)[:EVIDENCE_FEATURES])
+        return Reading(paperwork=probability, signals=counts, evidence=evidence)
+
+
+_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _trained() -> Discriminator:
+    from engine.lookalikes import generate
+
+    documents = generate(PER_TEMPLATE, seed=SEED, split="train")
+    return Discriminator(
+        [d.text for d in documents], [d.true_type == DocType.OTHER for d in documents]
+    )
+
+
+def discriminator() -> Discriminator:
+    """The model, trained once per process (under a lock: RQ and test threads share it)."""
+    with _lock:
+        return _trained()
+
+
+@lru_cache(maxsize=512)
+def read(text: str) -> Reading:
+    """What ``text`` reads as (remembered: V3 and the gate read the same segments)."""
+    return discriminator().read(text)
