@@ -37,6 +37,8 @@ MIN_PAPERWORK = 0.9
 # An agreement without confidence is confirmed by the structure only when the content does
 # not lean to paperwork: at most this probable.
 MAX_AGREEING = 0.5
+# ... and a report type only when the text does not read, this surely, as an encounter note.
+MIN_NOTE = 0.9
 EVIDENCE_FEATURES = 4
 PENALTY = 3.0  # L2: keeps any one signal from deciding alone
 MIN_KINDS = 2  # kinds of paperwork signal that must weigh in before "not a report"
@@ -186,17 +188,48 @@ SIGNALS: tuple[Signal, ...] = (
 )
 
 
-def signals_of(text: str) -> dict[str, int]:
+# A note or a report? An encounter with a patient (a complaint, a history, an examination, a
+# plan, a disposition) against a study or specimen read (a technique, views, a comparison, a
+# specimen's gross and microscopic description, an assay). A note may quote findings and an
+# impression; a report may state a history: the model weighs them.
+NOTE_SIGNALS: tuple[Signal, ...] = (
+    Signal(
+        "an encounter",
+        re.compile(
+            r"\b(?:presents?|presented|complains?|complaint|history:|seen (?:by|in|today)|visit"
+            r"|fell|follow-up|follow up|review in|disposition|discharged? home|plan:|plan\b"
+            r"|advised|prescribed|start(?:ed)? (?:on )?\w+ \d|medications?|allergies"
+            r"|examination|exam:|vital signs|blood pressure|pulse|alert|oriented|tender"
+            r"|subjective|objective|assessment)\b",
+            _I,
+        ),
+        False,
+    ),
+    Signal(
+        "a study or specimen read",
+        re.compile(
+            r"\b(?:technique|comparison|views?|contrast|series|image|axial|sagittal|coronal"
+            r"|radiograph|ultrasound|sonograph\w*|gross description|microscopic|specimen|stain"
+            r"|immunohisto\w*|margins?|assay|sequencing|variant|allele|exon|dictated|reported"
+            r"|examination of the|no acute)\b",
+            _I,
+        ),
+        True,
+    ),
+)
+
+
+def signals_of(text: str, signals: tuple[Signal, ...] = SIGNALS) -> dict[str, int]:
     """How often each signal occurs in ``text``."""
     head = text[:MAX_CHARS]
-    return {s.name: len(s.pattern.findall(head)) for s in SIGNALS}
+    return {s.name: len(s.pattern.findall(head)) for s in signals}
 
 
-def _row(counts: dict[str, int], words: int) -> list[float]:
+def _row(counts: dict[str, int], words: int, signals: tuple[Signal, ...]) -> list[float]:
     """Each signal as present (0/1) and as a rate per 100 words, capped: a long report's many
     findings must not outweigh everything, nor a leaflet's length dilute its "you"."""
     row = []
-    for s in SIGNALS:
+    for s in signals:
         n = counts[s.name]
         row.append(1.0 if n else 0.0)
         row.append(min(3.0, 100.0 * n / max(words, 1)))
@@ -206,6 +239,7 @@ def _row(counts: dict[str, int], words: int) -> list[float]:
 @dataclass(frozen=True)
 class Reading:
     paperwork: float  # the probability that the text is paperwork about reports, not a report
+    note: float  # the probability that a report or note is an encounter note, not a report
     signals: dict[str, int]
     evidence: tuple[str, ...]  # the signals that weighed most towards paperwork
 
@@ -236,20 +270,20 @@ class Reading:
         confirmed by the structure only then."""
         if doc_type == DocType.OTHER:
             return self.paperwork >= 1.0 - MAX_AGREEING
+        if doc_type != DocType.CLINICAL_NOTE and self.note >= MIN_NOTE:
+            return False  # a consult's FINDINGS and IMPRESSION do not make it a report
         return self.paperwork <= MAX_AGREEING
 
 
-class Discriminator:
-    """Logistic regression over the signals (L2-penalised, fitted by Newton's method in numpy:
-    some thirty features, so scikit-learn's import would cost more than the fit): paperwork (1)
-    against a report or note (0)."""
+class Model:
+    """Logistic regression over signals (L2-penalised, fitted by Newton's method in numpy:
+    some thirty features, so scikit-learn's import would cost more than the fit)."""
 
-    def __init__(self, texts: list[str], paperwork: list[bool]) -> None:
+    def __init__(self, rows: list[list[float]], targets: list[bool]) -> None:
         import numpy as np
 
-        x = np.array([self._features(t)[1] for t in texts], dtype=float)
-        y = np.array([float(p) for p in paperwork])
-        x = np.hstack([x, np.ones((len(x), 1))])
+        x = np.hstack([np.array(rows, dtype=float), np.ones((len(rows), 1))])
+        y = np.array([float(t) for t in targets])
         w = np.zeros(x.shape[1])
         penalty = np.full(x.shape[1], PENALTY)
         penalty[-1] = 0.0  # the intercept is not penalised
@@ -264,24 +298,46 @@ class Discriminator:
         self.coef = [float(v) for v in w[:-1]]
         self.intercept = float(w[-1])
 
-    @staticmethod
-    def _features(text: str) -> tuple[dict[str, int], list[float]]:
-        counts = signals_of(text)
-        return counts, _row(counts, len(_WORDS.findall(text[:MAX_CHARS])))
-
-    def read(self, text: str) -> Reading:
+    def probability(self, row: list[float]) -> float:
         import math
 
-        counts, row = self._features(text)
         z = self.intercept + sum(c * v for c, v in zip(self.coef, row, strict=True))
-        probability = 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+class Discriminator:
+    """Two models over the signals: paperwork (1) against a report or note (0), learned from
+    every training document; an encounter note (1) against a report (0), learned from the
+    reports and notes."""
+
+    def __init__(self, texts: list[str], labels: list[DocType]) -> None:
+        rows = [self._rows(t) for t in texts]
+        self.paperwork = Model([r[1] for r in rows], [t == DocType.OTHER for t in labels])
+        pairs = [(r[2], t) for r, t in zip(rows, labels, strict=True) if t != DocType.OTHER]
+        self.note = Model([r for r, _ in pairs], [t == DocType.CLINICAL_NOTE for _, t in pairs])
+
+    @staticmethod
+    def _rows(text: str) -> tuple[dict[str, int], list[float], list[float]]:
+        words = len(_WORDS.findall(text[:MAX_CHARS]))
+        counts = signals_of(text)
+        row = _row(counts, words, SIGNALS)
+        return counts, row, row + _row(signals_of(text, NOTE_SIGNALS), words, NOTE_SIGNALS)
+
+    def read(self, text: str) -> Reading:
+        counts, row, note_row = self._rows(text)
         weights = []
         for k, s in enumerate(SIGNALS):
-            weight = self.coef[2 * k] * row[2 * k] + self.coef[2 * k + 1] * row[2 * k + 1]
+            coef = self.paperwork.coef
+            weight = coef[2 * k] * row[2 * k] + coef[2 * k + 1] * row[2 * k + 1]
             if not s.reports and weight > 0 and counts[s.name]:
                 weights.append((weight, f"{s.name} ({counts[s.name]})"))
         evidence = tuple(w for _, w in sorted(weights, reverse=True)[:EVIDENCE_FEATURES])
-        return Reading(paperwork=probability, signals=counts, evidence=evidence)
+        return Reading(
+            paperwork=self.paperwork.probability(row),
+            note=self.note.probability(note_row),
+            signals=counts,
+            evidence=evidence,
+        )
 
 
 _lock = threading.Lock()
@@ -292,9 +348,7 @@ def _trained() -> Discriminator:
     from engine.lookalikes import generate
 
     documents = generate(PER_TEMPLATE, seed=SEED, split="train")
-    return Discriminator(
-        [d.text for d in documents], [d.true_type == DocType.OTHER for d in documents]
-    )
+    return Discriminator([d.text for d in documents], [d.true_type for d in documents])
 
 
 def discriminator() -> Discriminator:
