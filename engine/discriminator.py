@@ -113,6 +113,16 @@ SIGNALS: tuple[Signal, ...] = (
         ),
         True,
     ),
+    Signal(
+        "variants and biomarkers",
+        re.compile(
+            r"\b(?:c\.\d+[ACGT_>+\-\d]*[ACGTdelinsup]*|p\.[A-Z][a-z]{0,2}\d+\w*"
+            r"|[A-Z][A-Z0-9]{1,7}\s+[A-Z]\d{2,4}[A-Z*]|muts?/mb|mutations/mb|ms-stable"
+            r"|microsatellite (?:stable|instab\w+)|allele frequency|VAF)\b",
+            _I,
+        ),
+        True,
+    ),
     # About reports in general, or asking for something.
     Signal("addressed to a reader", re.compile(r"\b(?:you|your|yours)\b", _I), False),
     Signal(
@@ -137,8 +147,10 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "requests and bookings",
         re.compile(
-            r"\b(?:please|request(?:ed|ing)?|referr(?:al|ing)|appointment|booked|approve[ds]?"
-            r"|coverage|authori[sz]ation|medical necessity|invited|arrival)\b",
+            # Not "approved" (an FDA-approved drug) nor a sequencing depth's "coverage".
+            r"\b(?:please|request(?:ed|ing)?|referr(?:al|ing)|appointment|booked|approve|approval"
+            r"|coverage (?:for|of|decision)|insurance coverage|authori[sz]ation"
+            r"|medical necessity|invited|arrival)\b",
             _I,
         ),
         False,
@@ -173,7 +185,8 @@ SIGNALS: tuple[Signal, ...] = (
         "a test catalogue",
         re.compile(
             r"\b(?:turnaround|TAT|test code|specimen requirements?|per test|client services"
-            r"|catalogue|directory|genes analysed|ordering)\b",
+            r"|catalogue|directory|genes analysed|ordering (?:information|requirements?)"
+            r"|ordering:)",
             _I,
         ),
         False,

@@ -771,9 +771,9 @@ def doppler_report(r: random.Random) -> str:
 Exam date: {_date(r)}
 Right ICA peak systolic velocity {r.randint(60, 250)} cm/s (normal < 125)
 Left ICA peak systolic velocity {r.randint(60, 250)} cm/s (normal < 125)
-ICA/CCA ratio {r.choice(['1.2', '2.8', '4.3'])} (< 2.0)
+ICA/CCA ratio {r.choice(["1.2", "2.8", "4.3"])} (< 2.0)
 Plaque: heterogeneous plaque at the right bulb.
-IMPRESSION: {r.choice(['50-69% right ICA stenosis', 'less than 50% stenosis bilaterally'])}.
+IMPRESSION: {r.choice(["50-69% right ICA stenosis", "less than 50% stenosis bilaterally"])}.
 Interpreting physician: {r.choice(DOCTORS)}"""
 
 

@@ -284,6 +284,8 @@ class OfflineClassifier:
                 value = summed[doc_type]
                 if doc_type == dominant:
                     presence = Presence.PRIMARY
+                elif paperwork is not None:  # its report words are about reports: mentions
+                    presence = Presence.MENTION_ONLY if value >= 3 else Presence.NO_EVIDENCE
                 elif top and value >= 0.5 * top and headers[doc_type] >= 1:
                     presence = Presence.EMBEDDED_RAW
                 elif value >= 3:
@@ -292,7 +294,7 @@ class OfflineClassifier:
                     presence = Presence.NO_EVIDENCE
                 assessments.append((doc_type, presence, value))
             weights = [v if p != Presence.NO_EVIDENCE else 0.0 for _, p, v in assessments]
-            if sum(weights) <= 0:
+            if sum(weights) <= 0 or paperwork is not None:
                 weights = [1.0 if t == dominant else 0.0 for t, _, _ in assessments]
             shares = [round(w / sum(weights), 4) for w in weights]
             shares[DOC_TYPES.index(dominant)] = round(
