@@ -34,9 +34,6 @@ PER_TEMPLATE = 15  # training documents per template
 SEED = 32
 # How sure the model must be before it says "not a report": paperwork at least MIN_PAPERWORK.
 MIN_PAPERWORK = 0.9
-# An agreement without confidence on 'other' is confirmed by the structure only when the
-# content leans to paperwork: at most this probable to be a report.
-MAX_AGREEING = 0.5
 # ... and a report type only when the text does not read, this surely, as an encounter note.
 MIN_NOTE = 0.9
 EVIDENCE_FEATURES = 4
@@ -281,8 +278,8 @@ class Reading:
         """The content does not contradict ``doc_type``: a report or note type is not read as
         paperwork, 'other' is not read as a report. An agreement without confidence may be
         confirmed by the structure only then."""
-        if doc_type == DocType.OTHER:
-            return self.paperwork >= 1.0 - MAX_AGREEING
+        if doc_type == DocType.OTHER:  # a form asks about one patient too: only a sure report
+            return self.paperwork > 1.0 - MIN_PAPERWORK
         if doc_type != DocType.CLINICAL_NOTE and self.note >= MIN_NOTE:
             return False  # a consult's FINDINGS and IMPRESSION do not make it a report
         # Only a confident reading contradicts: real reports with few of the signals (a
