@@ -123,9 +123,7 @@ class Tally:
 
 
 def _codes(outcome: pipeline.Outcome) -> list[str]:
-    return sorted(
-        {i.code for i in outcome.best.verification.issues if i.severity.value != "MINOR"}
-    )
+    return sorted({i.code for i in outcome.best.verification.issues if i.severity.value != "MINOR"})
 
 
 def measure(
