@@ -139,7 +139,7 @@ def clean_path(pages: list[str], templates: list[Template], threshold: float) ->
     """Why these pages are not a clean-path document ("" when they are): the careful answer is
     accepted, the independent gate confirms it, and its fields meet the quality threshold."""
     from engine.classifiers.offline import OfflineClassifier
-    from engine.fields.evaluator import evaluate
+    from engine.fields.evaluator import evaluate, screen
     from engine.fields.extractors import answer_fields
 
     output = classification(pages)
@@ -160,7 +160,12 @@ def clean_path(pages: list[str], templates: list[Template], threshold: float) ->
     for group in segment_fields(output, pages, templates):
         template = by_type[group["doc_type"]]
         own = pages[group["start_page"] - 1 : group["end_page"]]
-        fields = answer_fields(template, {f["name"]: f for f in group["fields"]}, own)
+        # Screened as a run screens them (engine.fields.loop): a value its snippet does not
+        # support is withdrawn there, and a screen that skipped this called documents clean
+        # that the run then asked about again.
+        fields = screen(
+            template, answer_fields(template, {f["name"]: f for f in group["fields"]}, own), own
+        )
         if evaluate(template, fields, own).overall < threshold:
             return "fields below the threshold"
     return ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from engine import discriminator
 from engine.boundaries import CUT_SCORE, DESCRIPTIONS, BoundaryReader
 from engine.classifiers.vocabulary import (
     Vocabulary,
@@ -36,6 +37,9 @@ from engine.verifiers.v3_domain import load_rules
 MIN_PAGE_SCORE = 6.0  # below this a page has too little evidence to start a segment
 NEW_SEGMENT_MARGIN = 1.5  # a page's top score must beat the current type's by this factor
 MAX_EVIDENCE = 3
+# The offline answer's confidence when the discriminator reads a segment as paperwork about
+# reports (it says so only when it is at least 0.9 sure: engine.discriminator.MIN_PAPERWORK).
+PAPERWORK_CONFIDENCE = 0.8
 # Calibration of confidence (see confidence_from), chosen on the development corpus as two
 # global constants: how fast competition from the runner-up type lowers confidence, and how
 # much evidence counts as plenty.
@@ -259,6 +263,17 @@ class OfflineClassifier:
             confidence = confidence_from(
                 summed[dominant], max((v for t, v in summed.items() if t != dominant), default=0.0)
             )
+            # Vocabulary says which report; the learned discriminator says whether it is one
+            # (engine.discriminator): paperwork about reports is 'other', with its evidence.
+            paperwork = (
+                discriminator.read("\n\n".join(pages[start - 1 : end])).not_a_report(dominant)
+                if dominant != DocType.OTHER
+                else None
+            )
+            if paperwork is not None:
+                concerns.append(f"Pages {start}-{end}: not {dominant.value}: {paperwork}.")
+                dominant = DocType.OTHER
+                confidence = PAPERWORK_CONFIDENCE
             if confidence < 0.6:
                 runner = max((t for t in DOC_TYPES if t != dominant), key=lambda t: summed[t])
                 concerns.append(
@@ -269,6 +284,8 @@ class OfflineClassifier:
                 value = summed[doc_type]
                 if doc_type == dominant:
                     presence = Presence.PRIMARY
+                elif paperwork is not None:  # its report words are about reports: mentions
+                    presence = Presence.MENTION_ONLY if value >= 3 else Presence.NO_EVIDENCE
                 elif top and value >= 0.5 * top and headers[doc_type] >= 1:
                     presence = Presence.EMBEDDED_RAW
                 elif value >= 3:
@@ -277,7 +294,7 @@ class OfflineClassifier:
                     presence = Presence.NO_EVIDENCE
                 assessments.append((doc_type, presence, value))
             weights = [v if p != Presence.NO_EVIDENCE else 0.0 for _, p, v in assessments]
-            if sum(weights) <= 0:
+            if sum(weights) <= 0 or paperwork is not None:
                 weights = [1.0 if t == dominant else 0.0 for t, _, _ in assessments]
             shares = [round(w / sum(weights), 4) for w in weights]
             shares[DOC_TYPES.index(dominant)] = round(

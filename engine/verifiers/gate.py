@@ -33,7 +33,9 @@ Pure: no Django.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 
+from engine import discriminator
 from engine.document import DocumentContext, SecondOpinion
 from engine.grounding import find_snippet
 from engine.schemas import (
@@ -50,6 +52,8 @@ from engine.verifiers.structure import Shape, shape_of
 AGENT = "GATE"
 CODE = "independent_disagreement"
 ABSTAINED = "gate_abstained"
+# A model segment runs across a page where the independent classifier cuts between two types.
+SPANS_CUT = "segment_spans_type_change"
 BY_CLASSIFIER = "independent classifier"
 BY_STRUCTURE = "document structure"
 
@@ -124,6 +128,52 @@ def _shapes(output: ClassificationOutput, context: DocumentContext) -> list[tupl
     return found
 
 
+def _content_agrees(output: ClassificationOutput, context: DocumentContext) -> bool:
+    """The learned discriminator does not contradict any segment's type (a report or note
+    read as paperwork, 'other' read as a report): the structure alone confirms nothing."""
+    for segment in output.segments:
+        start, end = max(segment.start_page, 1), min(segment.end_page, context.page_count)
+        text = "\n\n".join(context.pages[start - 1 : end])
+        if not discriminator.read(text).agrees(segment.dominant_type):
+            return False
+    return True
+
+
+def type_cuts(second: ClassificationOutput) -> list[tuple[int, DocType, DocType]]:
+    """Where the independent classifier starts a segment of another type than the one before
+    it: (first page of the new segment, the type before, the type after)."""
+    ordered = sorted(second.segments, key=lambda s: s.start_page)
+    return [
+        (after.start_page, before.dominant_type, after.dominant_type)
+        for before, after in pairwise(ordered)
+        if before.dominant_type != after.dominant_type
+    ]
+
+
+def spanning_issues(primary: ClassificationOutput, second: SecondOpinion) -> list[Issue]:
+    """Bundles compared both ways: a primary segment that runs across a page where the
+    independent classifier cuts between two types is a MAJOR issue, whatever shares the
+    primary gives inside it (a page of another type that pretends to continue a document)."""
+    issues = []
+    for i, segment in enumerate(primary.segments):
+        for page, before, after in type_cuts(second.output):
+            if segment.start_page < page <= segment.end_page:
+                issues.append(
+                    _issue(
+                        f"Segment {i + 1} (pages {segment.start_page}-{segment.end_page}, "
+                        f"{segment.dominant_type.value}) runs across page {page}, where the "
+                        f"independent {second.name} classifier reads a change from "
+                        f"{before.value} to {after.value}: a document of another type may "
+                        "start there.",
+                        f"segments[{i}]",
+                        "A clinician checks where each document starts and its type.",
+                        code=SPANS_CUT,
+                    )
+                )
+                break
+    return issues
+
+
 def check(
     primary: ClassificationOutput,
     second: SecondOpinion,
@@ -171,6 +221,7 @@ def check(
                 "A clinician confirms whether this type is present.",
             )
         )
+    result.issues += spanning_issues(primary, second)
     agrees = not result.issues and _segment_confirmed(primary, other)
     if result.second_confidence >= confirm_confidence:
         result.confirmed = agrees
@@ -181,14 +232,20 @@ def check(
     if result.issues:
         # A disagreement without confidence: the structure may overrule it, strictly.
         named_by_them = {theirs, *(s.dominant_type for s in other.segments), *other_grounded}
-        if all(shape.confirms(t, strict=True) for t, shape in shapes) and not any(
-            shape.shows_structure_of(t) for t in named_by_them for _, shape in shapes
+        if (
+            all(shape.confirms(t, strict=True) for t, shape in shapes)
+            and not any(shape.shows_structure_of(t) for t in named_by_them for _, shape in shapes)
+            and not any(i.code == SPANS_CUT for i in result.issues)
+            and _content_agrees(primary, context)
         ):
             result.overruled = [issue.message for issue in result.issues]
             result.issues = []
             result.confirmed, result.confirmed_by = True, BY_STRUCTURE
         return result
-    if all(shape.confirms(t, strict=False) for t, shape in shapes):
+    # Never the structure alone: the learned reading of the content must not contradict it.
+    if all(shape.confirms(t, strict=False) for t, shape in shapes) and _content_agrees(
+        primary, context
+    ):
         result.confirmed, result.confirmed_by = True, BY_STRUCTURE
     elif require_confirmation:
         result.issues.append(

@@ -10,6 +10,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
+from engine import discriminator
 from engine.document import HIDDEN_KINDS, UNCOUNTED_HIDDEN_KINDS, DocumentContext, HiddenText
 from engine.grounding import contains_term
 from engine.protocols import LLMClient
@@ -38,6 +39,9 @@ AGENT = "V3"
 # HIDDEN_TEXT: a page carrying text a reader does not see (issue 25, finding 2), found at
 # ingestion and left out of the page's text, raised here so that a clinician sees it.
 INSTRUCTION_IN_TEXT = "instruction_in_text"
+# The segment reads as paperwork about reports, not a report about one patient (issue 32): the
+# learned discriminator's verdict, with the signals that weighed most as its evidence.
+NOT_A_REPORT = "not_a_report"
 HIDDEN_TEXT = "hidden_text"
 UNTRUSTED_TEXT_CODES = frozenset({INSTRUCTION_IN_TEXT, HIDDEN_TEXT})
 RULES_PATH = Path(__file__).resolve().parent.parent / "rules" / "v3_domain.json"
@@ -219,6 +223,32 @@ def structure_traps(
     return issues
 
 
+def not_a_report(i: int, primary: list[DocType], text: str) -> list[Issue]:
+    """A MAJOR issue when the segment is called a report (or a note) PRIMARY and the
+    discriminator (engine.discriminator) reads it, confidently, as paperwork about reports:
+    a leaflet's example, a referral, a letter, a directory, a consent, an audit. Its evidence
+    is the signals that weighed most and the signs of a report about one patient it lacks."""
+    claimed = [t for t in primary if t != DocType.OTHER]
+    if not claimed:
+        return []
+    reading = discriminator.read(text)
+    for doc_type in claimed:
+        why = reading.not_a_report(doc_type)
+        if why is not None:
+            return [
+                _issue(
+                    Severity.MAJOR,
+                    NOT_A_REPORT,
+                    f"Segment {i + 1} is {doc_type.value} PRIMARY but {why}.",
+                    f"segments[{i}].dominant_type",
+                    "Leaflets, referrals, letters, directories, consents, audits and policies "
+                    "about reports are 'other'; check the type.",
+                    llm=True,
+                )
+            ]
+    return []
+
+
 def addressed_to_model(text: str, rules: DomainRules | None = None) -> str | None:
     """The first stretch of ``text`` addressed to a language model (a prompt injection), or
     None."""
@@ -260,6 +290,7 @@ def verify_rules(
                     min_lab_rows=structure.min_lab_rows,
                 )
             )
+            issues.extend(not_a_report(i, primary, "\n\n".join(texts)))
 
         for number in pages:
             addressed = addressed_to_model(context.pages[number - 1], rules)

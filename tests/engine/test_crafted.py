@@ -123,10 +123,6 @@ def test_a_correct_answer_for_a_genuine_neighbour_is_accepted_through_the_gate(p
 @pytest.mark.parametrize(
     "name,code",
     [
-        ("other__patient_leaflet_pathology.txt", "administrative_with_report"),
-        ("other__patient_leaflet_ct_scan.txt", "administrative_with_report"),
-        ("other__patient_leaflet_genetic_testing.txt", "administrative_with_report"),
-        ("other__insurance_letter_genomic_detailed.txt", "administrative_with_report"),
         ("clinical_note__telephone_note_pathology.txt", "note_quoting_report"),
         ("clinical_note__nurse_call_pathology_hard.txt", "note_quoting_report"),
         ("other__lab_panel_genomic_vendor.txt", "routine_lab_panel"),
@@ -139,6 +135,30 @@ def test_the_trap_that_reads_the_structure_is_the_one_that_escalates(name, code)
     outcome = run_chain(pages_of(CRAFTED / "traps" / name), pipeline.PRESETS["real-time"])
     assert outcome.decision == Decision.ESCALATE_TO_SME
     assert code in {i.code for i in outcome.best.verification.issues}
+
+
+@pytest.mark.parametrize(
+    "name,lure",
+    [
+        ("other__patient_leaflet_pathology.txt", DocType.PATHOLOGY),
+        ("other__patient_leaflet_ct_scan.txt", DocType.RADIOLOGY),
+        ("other__patient_leaflet_genetic_testing.txt", DocType.GENOMIC),
+        ("other__insurance_letter_genomic_detailed.txt", DocType.GENOMIC),
+    ],
+)
+def test_paperwork_the_offline_classifier_once_took_for_a_report_is_other_with_evidence(name, lure):
+    """Issue 32: the learned discriminator reads these as paperwork about reports, so the
+    offline classifier answers 'other' and says why; a model that answers the report type
+    still escalates, with V3's evidence."""
+    pages = pages_of(CRAFTED / "traps" / name)
+    offline = OfflineClassifier().classify(pages)
+    assert offline.dominant_type_overall == DocType.OTHER
+    assert any("paperwork about reports" in c for c in offline.self_evaluation.concerns)
+    outcome = run_chain(pages, pipeline.PRESETS["real-time"], output=clean_output(pages, lure))
+    assert outcome.decision == Decision.ESCALATE_TO_SME
+    assert {"administrative_with_report", "not_a_report"} & {
+        i.code for i in outcome.best.verification.issues
+    }
 
 
 # The structure itself ----------------------------------------------------------------------

@@ -59,8 +59,14 @@ def test_a_grounded_primary_type_the_other_finds_no_evidence_of_is_a_disagreemen
     context = gated(both)
     assert {s.dominant_type for s in context.second.output.segments} >= {DocType.RADIOLOGY}
     issues = gate.check(primary, context.second, context, confirm_confidence=0.5).issues
-    assert [i.location for i in issues] == ["document_mixture.radiology"]
+    # And the primary's one segment runs across the gate's cut at page 3 (issue 32: bundles
+    # are compared both ways).
+    assert [(i.location, i.code) for i in issues] == [
+        ("document_mixture.radiology", "independent_disagreement"),
+        ("segments[0]", gate.SPANS_CUT),
+    ]
     assert "finds no evidence of it at all" in issues[0].message
+    assert "runs across page 3" in issues[1].message
 
 
 def test_an_ungrounded_primary_claim_is_left_to_v4(clean, pages):

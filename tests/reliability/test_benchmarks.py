@@ -8,10 +8,13 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchmarks import hiddengen
 from documents.models import Document
 from documents.ocr import tesseract_available
+from engine.fields.offline_extractor import ExtractedField
 from reliability.models import LLMResponse
 
 TEXTS = {
@@ -286,3 +289,39 @@ def test_generated_bundles_keep_every_document_whole_and_in_order(tmp_path):
     assert all(s["last_page"] > s["first_page"] for s in long)  # a long text is paginated
     again = bundles.build(tmp_path, tmp_path / "again", extract=extract, rows=rows, count=5, seed=3)
     assert (again / "segments.jsonl").read_text() == (folder / "segments.jsonl").read_text()
+
+
+@given(
+    sizes=st.lists(st.integers(min_value=2, max_value=40), min_size=2, max_size=4, unique=True),
+    filler=st.sampled_from(
+        [
+            " No consolidation or effusion.",
+            "\nMediastinum: No enlarged lymph nodes.\n",
+            " The heart is normal in size. Bones: no suspicious lesion.",
+        ]
+    ),
+)
+def test_the_stubs_several_values_are_quoted_so_a_run_withdraws_none(sizes, filler):
+    """Issue 32: one clean document in six cost a second call. The stub answered a field with
+    several values (the CT's two lesion sizes) joined, as the one-string schema asks, but
+    quoted only the first value's snippet; the run's screen withdrew the second, the score
+    fell under the threshold and the loop asked again. Its quote now holds every value, and
+    the bench's clean-path screen applies the run's screen, so the two cannot disagree."""
+    from benchmarks.llm_answers import field_item
+    from engine.fields.evaluator import screen
+    from engine.fields.extractors import answer_fields
+    from engine.fields.library import load_packs
+
+    template = next(
+        t for t in load_packs(("clinical",))["clinical"].templates if t.doc_type == "radiology"
+    )
+    lines = [f"Lesion {i + 1} measures {n} mm in the right lobe." for i, n in enumerate(sizes)]
+    page = "CT CHEST WITH CONTRAST\n\nFINDINGS\n" + filler.join(lines) + "\n\nIMPRESSION\nStable."
+    values = [f"{size} mm" for size in sizes]
+    extracted = ExtractedField(
+        "measurements", values, "found", 0.9, lines[0], 1, 0, snippets=list(lines)
+    )
+    item = field_item(extracted, [page])
+    assert item["snippet"] in page and all(v in item["snippet"] for v in values)
+    fields = screen(template, answer_fields(template, {"measurements": item}, [page]), [page])
+    assert fields["measurements"].withdrawn in (None, [], ""), fields["measurements"]
