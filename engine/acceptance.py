@@ -28,7 +28,7 @@ def verify(output: ClassificationOutput, context: DocumentContext) -> list[Issue
     vote = context.exemplar
     # Look-alikes a clinician labelled with this very type since the reference was built: the
     # kind has been seen, so novelty no longer stands in for a clinician.
-    seen_since = vote is not None and vote.score(doc_type) >= 0.999
+    seen_since = vote is not None and vote.trusted and vote.score(doc_type) >= 0.999
     if novelty is not None and novelty.novel and not seen_since:
         issues.append(
             make_issue(

@@ -46,6 +46,9 @@ class ExemplarVote:
         default_factory=list
     )  # key, label, sim, weight
     enough: bool = False  # k neighbours of the source, each at min_similarity or more
+    # Whether the source's memory has earned trust (``CellTrust``): until then it may only
+    # hold a document back (a disagreement), never let one through.
+    trusted: bool = True
 
     def support(self, predicted: str) -> float:
         """The weighted share of the neighbours that carry ``predicted``."""
@@ -74,8 +77,43 @@ def combined_score(score: float, vote: ExemplarVote | None, predicted: str) -> f
         return score
     support = vote.score(predicted)
     if support >= 0.999:
-        return max(score, support)
+        return max(score, support) if vote.trusted else score
     return min(score, support)
+
+
+@dataclass
+class CellTrust:
+    """A source's record of the memory against its clinicians: each label given while the
+    memory's vote for that document was unanimous either confirmed the vote or contradicted
+    it. The source's memory is trusted (may raise a score) once ``cell_min`` votes were
+    confirmed and none contradicted; one contradiction withdraws the trust until
+    ``cell_min`` more confirmations follow it."""
+
+    confirmed: int = 0
+    contradicted: int = 0
+    since_contradiction: int = 0
+
+    def record(self, *, agreed: bool) -> None:
+        if agreed:
+            self.confirmed += 1
+            self.since_contradiction += 1
+        else:
+            self.contradicted += 1
+            self.since_contradiction = 0
+
+    def trusted(self, cell_min: int) -> bool:
+        return self.since_contradiction >= cell_min
+
+    def needed(self, cell_min: int) -> int:
+        """Confirmed votes still needed before the source is trusted."""
+        return max(0, cell_min - self.since_contradiction)
+
+    def bound(self, delta: float) -> float:
+        """One-sided (1 - delta) Clopper-Pearson upper bound of the rate at which the
+        source's unanimous votes are wrong."""
+        from engine.risk import clopper_pearson_upper
+
+        return clopper_pearson_upper(self.contradicted, self.confirmed + self.contradicted, delta)
 
 
 class ExemplarMemory:
@@ -150,7 +188,9 @@ class ExemplarMemory:
         src, i = self._where[key]
         return self._labels[src][i]
 
-    def vote(self, text: str, source: str, *, exclude: Sequence[str] = ()) -> ExemplarVote:
+    def vote(
+        self, text: str, source: str, *, exclude: Sequence[str] = (), trusted: bool = True
+    ) -> ExemplarVote:
         """The k nearest exemplars of ``source`` (``exclude``: keys left out, for a document's
         own label when it is scored out of sample)."""
         rows = self._rows.get(source)
@@ -167,7 +207,7 @@ class ExemplarMemory:
         keys, labels = self._keys[source], self._labels[source]
         neighbours = [(keys[i], labels[i], float(sims[i]), weights[i]) for i in order]
         enough = len(order) >= self.k and all(s >= self.min_similarity for *_, s, _ in neighbours)
-        return ExemplarVote(neighbours=neighbours, enough=enough)
+        return ExemplarVote(neighbours=neighbours, enough=enough, trusted=trusted)
 
 
-__all__ = ["ExemplarMemory", "ExemplarVote", "combined_score"]
+__all__ = ["CellTrust", "ExemplarMemory", "ExemplarVote", "combined_score"]

@@ -171,16 +171,22 @@ class Learner:
         memory: ExemplarMemory | None = None,
         key: str = "",
         waivers: frozenset[str] = frozenset(),
+        trusted: bool = True,
     ) -> ChainResult:
         """The whole chain for one document. With a table, the risk-controlled thresholds
         replace the preset's fixed one; ``fixed_threshold`` keeps the preset's (the chain as
         it was before the loop); neither: no confidence threshold (calibration). ``memory``:
         the exemplar memory, whose vote (leaving out ``key``) joins the acceptance score;
-        ``waivers``: escalation codes learned harmless on this source (``waivable``)."""
+        ``waivers``: escalation codes learned harmless on this source (``waivable``);
+        ``trusted``: whether the source's memory may raise a score (engine.exemplars.CellTrust)."""
         primary, gate = self.roles(model)
         text = "\n\n".join(pages)
         seen = novelty.score(text) if novelty is not None else None
-        vote = memory.vote(text, source, exclude=(key,)) if memory is not None else None
+        vote = (
+            memory.vote(text, source, exclude=(key,), trusted=trusted)
+            if memory is not None
+            else None
+        )
         second = SecondOpinion(gate.name, gate.classify(pages)) if gate is not None else None
         context = DocumentContext(
             pages=pages,

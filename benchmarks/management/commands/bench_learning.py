@@ -117,6 +117,10 @@ class Command(BaseCommand):
         parser.add_argument("--json", dest="json_out")
         parser.add_argument("--split", choices=("dev", "test", "all"), default="all")
         parser.add_argument("--text-cache", help="a folder to keep extracted text in, by hash")
+        parser.add_argument(
+            "--state-cache",
+            help="a folder to keep the first attempt on the initial corpus in (benchmark only)",
+        )
         parser.add_argument("--no-memory", action="store_true", help="no exemplar memory")
         parser.add_argument("--no-waivers", action="store_true", help="no learned waivers")
         parser.add_argument("--waiver-after", type=int, default=10)
@@ -218,6 +222,7 @@ class Command(BaseCommand):
                     ),
                     log=self.stdout.write,
                     test_keys=test_keys,
+                    cache=Path(options["state_cache"]) if options["state_cache"] else None,
                 )
                 self._summary(summary)
                 results[label] = summary
