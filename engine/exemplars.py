@@ -182,6 +182,25 @@ class ExemplarMemory:
             src, i = self._where[key]
             self._weights[src][i] = weight
 
+    def trust(self, source: str) -> CellTrust:
+        """The source's record, replayed in the order its labels were remembered: each label
+        against the unanimous vote of the labels before it (as the labels arrived, when they
+        are remembered in the order they were given)."""
+        record = CellTrust()
+        rows = self._rows.get(source)
+        if rows is None:
+            return record
+        labels, weights = self._labels[source], self._weights[source]
+        sims = np.asarray((rows @ rows.T).todense())
+        for i in range(rows.shape[0]):
+            before = [j for j in np.argsort(-sims[i, :i]) if weights[int(j)] > 0][: self.k]
+            if len(before) < self.k or min(sims[i, j] for j in before) < self.min_similarity:
+                continue
+            voted = {labels[int(j)] for j in before}
+            if len(voted) == 1 and weights[i] > 0:
+                record.record(agreed=voted == {labels[i]})
+        return record
+
     def label_of(self, key: str) -> str | None:
         if key not in self._where:
             return None
