@@ -22,10 +22,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.classifiers import trained
 from engine.exemplars import CellTrust
+from engine.novelty import NoveltyIndex
 from engine.risk import ALL, ThresholdTable
 from reliability import training
-from reliability.learner import SAFETY_CODES, Example, Learner, learning_value
+from reliability.learner import (
+    SAFETY_CODES,
+    Example,
+    Learner,
+    learning_value,
+    words_vectorizer,
+)
+
+CACHE_KEY = b"bench_learning state cache"  # signs the benchmark's own cached models
 
 TARGETS = {
     "final_escalation_rate": 0.10,
@@ -173,7 +183,12 @@ def _first_learning(
     path = cache / f"first-{digest}.pickle" if cache is not None else None
     if path is not None and path.exists():
         saved = pickle.loads(path.read_bytes())  # the benchmark's own file
-        state.model, state.version, state.index, state.table = saved[:4]
+        state.model = trained.load(saved[0], CACHE_KEY)
+        state.version = saved[1]
+        state.index = (
+            NoveltyIndex.load(saved[2], words_vectorizer(state.model)) if saved[2] else None
+        )
+        state.table = saved[3]
         state.attempts.append(saved[4])
         state.labels_at_last = state.clinician_labels()
         if options.memory:
@@ -181,10 +196,20 @@ def _first_learning(
         log(f"  learning: the first attempt from {path}")
         return
     learn(learner, state, options, log)
-    if path is not None:
+    if path is not None and state.model is not None:
+        # The model and the novelty reference in their own safe formats (the model holds
+        # functions that pickle cannot keep); the rest is plain data.
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(
-            pickle.dumps((state.model, state.version, state.index, state.table, state.attempts[-1]))
+            pickle.dumps(
+                (
+                    trained.dump(state.model, CACHE_KEY),
+                    state.version,
+                    state.index.dump() if state.index is not None else None,
+                    state.table,
+                    state.attempts[-1],
+                )
+            )
         )
 
 
