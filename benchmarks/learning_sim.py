@@ -455,7 +455,7 @@ def _remember(learner: Learner, state: State, doc: Example, label: str, result: 
     agreed = vote.label()
     weight = 1.0
     if agreed is not None:
-        state.cells.setdefault(doc.source, CellTrust()).record(agreed=agreed == label)
+        state.cells.setdefault(doc.source, CellTrust()).record(agreed=agreed == label, key=doc.key)
         if agreed != label and (result is None or result.predicted != label):
             weight = 0.5
     state.memory.add(doc.key, doc.text, label, doc.source, weight=weight)

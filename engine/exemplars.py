@@ -92,14 +92,21 @@ class CellTrust:
     confirmed: int = 0
     contradicted: int = 0
     since_contradiction: int = 0
+    streak: list[str] = field(default_factory=list)  # keys confirmed since the contradiction
 
-    def record(self, *, agreed: bool) -> None:
+    def record(self, *, agreed: bool, key: str = "") -> None:
         if agreed:
             self.confirmed += 1
             self.since_contradiction += 1
+            self.streak.append(key)
         else:
             self.contradicted += 1
             self.since_contradiction = 0
+            self.streak = []
+
+    def certified_by(self, cell_min: int) -> str | None:
+        """The key of the label whose confirmation made the source trusted, if it is."""
+        return self.streak[cell_min - 1] if len(self.streak) >= cell_min else None
 
     def trusted(self, cell_min: int) -> bool:
         return self.since_contradiction >= cell_min
@@ -198,7 +205,7 @@ class ExemplarMemory:
                 continue
             voted = {labels[int(j)] for j in before}
             if len(voted) == 1 and weights[i] > 0:
-                record.record(agreed=voted == {labels[i]})
+                record.record(agreed=voted == {labels[i]}, key=self._keys[source][i])
         return record
 
     def label_of(self, key: str) -> str | None:

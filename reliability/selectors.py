@@ -206,6 +206,9 @@ def learning_sources(runs: Any, window: Any) -> list[dict[str, Any]]:
                 "bound": record.bound(settings.RISK_DELTA) if record else 1.0,
                 "needed": (record or CellTrust()).needed(settings.LEARNING_MEMORY_CELL_MIN),
                 "trusted": bool(record and record.trusted(settings.LEARNING_MEMORY_CELL_MIN)),
+                "certified_by": record.certified_by(settings.LEARNING_MEMORY_CELL_MIN)
+                if record
+                else None,
             }
         )
     return out

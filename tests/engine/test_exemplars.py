@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from engine.document import DocumentContext
-from engine.exemplars import ExemplarMemory, ExemplarVote, combined_score
+from engine.exemplars import CellTrust, ExemplarMemory, ExemplarVote, combined_score
 from engine.novelty import Novelty
 from engine.schemas import Decision
 from tests.engine.test_risk import RADIOLOGY, _run, _threshold
@@ -155,3 +155,28 @@ def test_look_alikes_labelled_since_lift_novelty_and_the_threshold():
     assert held.decision == Decision.ESCALATE_TO_SME
     assert "below_risk_threshold" in {i.code for i in held.best.verification.issues}
     assert DocumentContext(pages=["x"]).exemplar is None
+
+
+def test_a_source_is_trusted_after_enough_confirmed_votes_and_a_contradiction_withdraws_it():
+    record = CellTrust()
+    for i in range(3):
+        record.record(agreed=True, key=f"k{i}")
+    assert not record.trusted(4) and record.needed(4) == 1 and record.certified_by(4) is None
+    record.record(agreed=True, key="k3")
+    assert record.trusted(4) and record.needed(4) == 0 and record.certified_by(4) == "k3"
+    assert 0 < record.bound(0.1) < 1
+    record.record(agreed=False, key="bad")
+    assert not record.trusted(4) and record.needed(4) == 4
+    assert record.bound(0.1) > 0.4  # one contradiction in five votes
+
+
+def test_the_replayed_record_counts_each_label_against_the_labels_before_it():
+    memory = _memory(k=3, min_similarity=0.3)
+    for i in range(8):
+        memory.add(f"p{i}", LAB.format(n=i), "pathology", "lab-a")
+    record = memory.trust("lab-a")
+    assert (record.confirmed, record.contradicted) == (5, 0)  # the first three build the vote
+    memory.add("p8", LAB.format(n=8), "other", "lab-a")  # a look-alike labelled otherwise
+    replayed = memory.trust("lab-a")
+    assert (replayed.confirmed, replayed.contradicted) == (5, 1)
+    assert not replayed.trusted(1)
