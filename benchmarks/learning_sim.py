@@ -17,7 +17,7 @@ import hashlib
 import pickle
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -231,7 +231,7 @@ def simulate(
     options: Options,
     *,
     log: Callable[[str], None] = lambda _m: None,
-    test_keys: Sequence[str] | None = None,
+    test_keys: Collection[str] | None = None,
     cache: Path | None = None,
 ) -> dict[str, Any]:
     rng = random.Random(options.seed)
