@@ -595,6 +595,11 @@ LEARNING_FOLDS = env_int("LEARNING_FOLDS", 5, minimum=2)  # cross-fitted calibra
 # what an attempt spends most of its time on, and it must fit in JOB_TIMEOUT_SECONDS.
 LEARNING_CALIBRATION_MAX = env_int("LEARNING_CALIBRATION_MAX", 4000, minimum=100)
 LEARNING_MAX_JOB_TRIES = env_int("LEARNING_MAX_JOB_TRIES", 2, minimum=1)
+# The exemplar memory (docs/learning.md): clinicians' labels count for the next look-alike of
+# the same source at once; a source's memory may raise a score after this many of its
+# unanimous votes were confirmed by clinicians since the last contradiction.
+LEARNING_MEMORY = env_bool("LEARNING_MEMORY", True)
+LEARNING_MEMORY_CELL_MIN = env_int("LEARNING_MEMORY_CELL_MIN", 10, minimum=1)
 # Risk-controlled acceptance (engine.risk; docs/learning.md): per type (and source, with enough
 # data) the least confidence accepted so that errors stay at most TARGET_ACCEPTED_ERROR:
 # RISK_METHOD "crc" (conformal risk control: in expectation; certifies from 199 labelled

@@ -22,6 +22,7 @@ from documents import hooks as document_hooks
 from documents.models import Document
 from integrations.services import event_emit
 from reliability import hooks as reliability_hooks
+from reliability import learning as reliability_learning
 from reliability import services as reliability_services
 from reliability.services import run_start
 from review import selectors as review_selectors
@@ -78,3 +79,4 @@ def connect() -> None:
     reliability_hooks.clinician_label_count.connect(review_selectors.clinician_label_count)
     reliability_hooks.label_issues_found.connect(label_issue_recheck)
     events.published.connect(send_webhooks)
+    events.published.connect(reliability_learning.memory_note_change)

@@ -10,6 +10,7 @@ Pure: no Django.
 from __future__ import annotations
 
 from engine.document import DocumentContext
+from engine.exemplars import combined_score
 from engine.risk import acceptance_score
 from engine.schemas import ClassificationOutput, Issue, Severity, make_issue
 
@@ -23,7 +24,12 @@ CODES = (NOVEL, NO_CERTIFICATE, BELOW_THRESHOLD)
 def verify(output: ClassificationOutput, context: DocumentContext) -> list[Issue]:
     issues = []
     novelty = context.novelty
-    if novelty is not None and novelty.novel:
+    doc_type = output.dominant_type_overall.value
+    vote = context.exemplar
+    # Look-alikes a clinician labelled with this very type since the reference was built: the
+    # kind has been seen, so novelty no longer stands in for a clinician.
+    seen_since = vote is not None and vote.trusted and vote.score(doc_type) >= 0.999
+    if novelty is not None and novelty.novel and not seen_since:
         issues.append(
             make_issue(
                 AGENT,
@@ -37,9 +43,8 @@ def verify(output: ClassificationOutput, context: DocumentContext) -> list[Issue
         )
     table = context.acceptance
     if table is not None:
-        doc_type = output.dominant_type_overall.value
         entry = table.lookup(doc_type, context.source)
-        score = acceptance_score(output)
+        score = combined_score(acceptance_score(output), vote, doc_type)
         if entry is None or entry.threshold is None:
             why = entry.reason if entry is not None else "no labelled documents yet"
             issues.append(

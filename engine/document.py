@@ -12,6 +12,7 @@ from engine.protocols import LLMClient
 from engine.schemas import Boundary, ClassificationOutput
 
 if TYPE_CHECKING:
+    from engine.exemplars import ExemplarVote
     from engine.novelty import Novelty
     from engine.risk import ThresholdTable
 
@@ -73,6 +74,9 @@ class DocumentContext:
     novelty: Novelty | None = None
     acceptance: ThresholdTable | None = None
     source: str = "*"
+    # The exemplar memory's vote (engine.exemplars): clinician-labelled look-alikes of the same
+    # source, folded into the acceptance score; None: no memory.
+    exemplar: ExemplarVote | None = None
     # Text the pages carry that a reader cannot see (left out of ``pages``): V3 raises it.
     hidden: list[HiddenText] = field(default_factory=list)
     # LLM check results by labels, so an attempt whose labels did not change is not re-checked.

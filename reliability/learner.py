@@ -26,9 +26,11 @@ from engine import pipeline
 from engine.classifiers import trained
 from engine.classifiers.offline import load_rules
 from engine.document import DocumentContext, SecondOpinion
+from engine.exemplars import ExemplarMemory, ExemplarVote, combined_score
 from engine.novelty import Novelty, NoveltyIndex
 from engine.risk import Calibration, ThresholdTable, acceptance_score, certify_all
-from engine.schemas import DOC_TYPES, SEVERITY_ORDER, Decision
+from engine.schemas import DOC_TYPES, SEVERITY_ORDER, Decision, Severity
+from engine.verifiers import arbiter
 from reliability import training
 
 logger = logging.getLogger(__name__)
@@ -44,6 +46,24 @@ class Example(training.Record):
 
     source: str = "*"
     clinician: bool = True
+    reviewer: str = ""
+
+
+# Escalation reasons that no number of overruling decisions may switch off on a source: text
+# addressed to a model, text a reader cannot see, evidence the page does not carry, pages that
+# could not be read, no answer at all; and the learning loop's own checks (the bound itself).
+# Every BLOCKER is kept too, whatever its code.
+SAFETY_CODES = frozenset(
+    {
+        "instruction_in_text",
+        "hidden_text",
+        "fabricated_evidence",
+        "unreadable_page",
+        "no_answer",
+        "no_risk_certificate",
+        "below_risk_threshold",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -61,6 +81,9 @@ class Settings:
     calibration_max: int = 4_000
     gate_confirm_confidence: float = 0.5
     per_source: bool = True
+    memory: bool = True  # the exemplar memory (engine.exemplars)
+    memory_k: int = 3
+    memory_min_similarity: float = 0.35
 
 
 @dataclass
@@ -72,6 +95,9 @@ class ChainResult:
     codes: list[str]
     gate_agrees: bool
     severity: int = 2  # the worst issue's: 0 BLOCKER, 1 MAJOR, 2 MINOR or none
+    vote: ExemplarVote | None = None
+    waived: list[str] = field(default_factory=list)  # codes a learned waiver set aside
+    classifier_score: float = 0.0
 
     @property
     def accepted(self) -> bool:
@@ -111,6 +137,21 @@ class Learner:
             vendors=self.vendors,
         )
 
+    def memory(self, model: Any, records: Sequence[Example]) -> ExemplarMemory | None:
+        """The exemplar memory of the clinician labels in ``records``, in the model's word
+        space; None when the memory is off or there is no model."""
+        if model is None or not self.settings.memory:
+            return None
+        memory = ExemplarMemory(
+            words_vectorizer(model),
+            k=self.settings.memory_k,
+            min_similarity=self.settings.memory_min_similarity,
+        )
+        for r in records:
+            if r.clinician:
+                memory.add(r.key, r.text, r.label, r.source)
+        return memory
+
     def roles(self, model: Any) -> tuple[Any, Any]:
         if model is None:
             return self.memo, None
@@ -127,12 +168,25 @@ class Learner:
         table: ThresholdTable | None = None,
         source: str = "*",
         fixed_threshold: bool = False,
+        memory: ExemplarMemory | None = None,
+        key: str = "",
+        waivers: frozenset[str] = frozenset(),
+        trusted: bool = True,
     ) -> ChainResult:
         """The whole chain for one document. With a table, the risk-controlled thresholds
         replace the preset's fixed one; ``fixed_threshold`` keeps the preset's (the chain as
-        it was before the loop); neither: no confidence threshold (calibration)."""
+        it was before the loop); neither: no confidence threshold (calibration). ``memory``:
+        the exemplar memory, whose vote (leaving out ``key``) joins the acceptance score;
+        ``waivers``: escalation codes learned harmless on this source (``waivable``);
+        ``trusted``: whether the source's memory may raise a score (engine.exemplars.CellTrust)."""
         primary, gate = self.roles(model)
-        seen = novelty.score("\n\n".join(pages)) if novelty is not None else None
+        text = "\n\n".join(pages)
+        seen = novelty.score(text) if novelty is not None else None
+        vote = (
+            memory.vote(text, source, exclude=(key,), trusted=trusted)
+            if memory is not None
+            else None
+        )
         second = SecondOpinion(gate.name, gate.classify(pages)) if gate is not None else None
         context = DocumentContext(
             pages=pages,
@@ -144,6 +198,7 @@ class Learner:
             novelty=seen,
             acceptance=table,
             source=source,
+            exemplar=vote,
         )
         outcome = pipeline.orchestrate(
             classify=lambda feedback: (primary.classify(pages, feedback), 0),
@@ -153,14 +208,27 @@ class Learner:
         )
         best = outcome.best
         gate_result = best.verification.gate_result
+        predicted = best.output.dominant_type_overall.value
+        issues = best.verification.issues
+        decision = outcome.decision.value
+        waived: list[str] = []
+        if waivers and decision != Decision.AUTO_ACCEPT.value:
+            kept = [i for i in issues if not waivable(i.code, i.severity, waivers)]
+            if len(kept) < len(issues) and arbiter.decide(kept).decision == Decision.AUTO_ACCEPT:
+                waived = sorted({i.code for i in issues} - {i.code for i in kept})
+                decision = Decision.AUTO_ACCEPT.value
+        raw = acceptance_score(best.output)
         return ChainResult(
-            predicted=best.output.dominant_type_overall.value,
-            decision=outcome.decision.value,
-            score=acceptance_score(best.output),
+            predicted=predicted,
+            decision=decision,
+            score=combined_score(raw, vote, predicted),
             novelty=seen,
-            codes=sorted({i.code for i in best.verification.issues}),
+            codes=sorted({i.code for i in issues}),
             gate_agrees=gate_result is None or not gate_result.issues,
-            severity=min((SEVERITY_ORDER[i.severity] for i in best.verification.issues), default=2),
+            severity=min((SEVERITY_ORDER[i.severity] for i in issues), default=2),
+            vote=vote,
+            waived=waived,
+            classifier_score=raw,
         )
 
     # -- the regression gate -----------------------------------------------------------------
@@ -191,6 +259,7 @@ class Learner:
         records: Sequence[Example],
         *,
         progress: Callable[[str], None] | None = None,
+        waivers: dict[str, frozenset[str]] | None = None,
     ) -> CrossFit:
         """Out-of-sample chain outcomes and class probabilities of every clinician-labelled
         document: each fold scored by a model trained on all the other documents (machine
@@ -210,9 +279,17 @@ class Learner:
             except ValueError:
                 continue
             index_ = self.novelty_index(model, rest)
+            memory = self.memory(model, rest)
             probabilities = model.probabilities([r.text for r in fold])
             for r, probs in zip(fold, probabilities, strict=True):
-                outcome = self.chain(r.pages, model, novelty=index_, source=r.source)
+                outcome = self.chain(
+                    r.pages,
+                    model,
+                    novelty=index_,
+                    source=r.source,
+                    memory=memory,
+                    waivers=(waivers or {}).get(r.source, frozenset()),
+                )
                 result.calibration.append(
                     Calibration(
                         doc_type=outcome.predicted,
@@ -231,7 +308,13 @@ class Learner:
         return result
 
     def held_back_calibration(
-        self, model: Any, index: NoveltyIndex | None, records: Sequence[Example]
+        self,
+        model: Any,
+        index: NoveltyIndex | None,
+        records: Sequence[Example],
+        *,
+        memory: ExemplarMemory | None = None,
+        waivers: dict[str, frozenset[str]] | None = None,
     ) -> list[Calibration]:
         """Scores of ``model`` on the held-back clinician labels, which no model Vetted trains
         ever sees (training.split): the calibration of a model that is not the one just
@@ -240,7 +323,15 @@ class Learner:
         for r in records:
             if not (r.clinician and training.held_back(r.key)):
                 continue
-            result = self.chain(r.pages, model, novelty=index, source=r.source)
+            result = self.chain(
+                r.pages,
+                model,
+                novelty=index,
+                source=r.source,
+                memory=memory,
+                key=r.key,
+                waivers=(waivers or {}).get(r.source, frozenset()),
+            )
             out.append(
                 Calibration(
                     doc_type=result.predicted,
@@ -269,6 +360,12 @@ class CrossFit:
     labels: list[str] = field(default_factory=list)
     probabilities: list[list[float]] = field(default_factory=list)
     novel: list[bool] = field(default_factory=list)
+
+
+def waivable(code: str, severity: Severity | str, waivers: frozenset[str]) -> bool:
+    """Whether an issue is set aside by a learned waiver: its code is waived on the source,
+    it is no safety code (``SAFETY_CODES``) and no BLOCKER."""
+    return code in waivers and code not in SAFETY_CODES and severity != Severity.BLOCKER
 
 
 def _capped(records: Sequence[Example], limit: int) -> list[Example]:

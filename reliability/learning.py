@@ -10,7 +10,9 @@
   (engine.risk, on cross-fitted scores), stores its novelty reference (engine.novelty), finds
   likely-wrong labels (cleanlab) and hands them on for a blind re-check
   (hooks.label_issues_found).
-- ``run_checks`` gives a run the thresholds and the novelty index of the active model.
+- ``run_checks`` gives a run the thresholds and the novelty index of the active model;
+  ``exemplar_vote`` the exemplar memory's vote (engine.exemplars), rebuilt when ground truth
+  changes (``memory_note_change``), so a decision counts within seconds, without a retrain.
 - ``model_pin``, ``model_unpin``, ``model_activate``: the admins' pin and rollback.
 """
 
@@ -28,9 +30,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core import jobs
+from core.caching import cache_get, cache_set
 from documents.models import Document
 from engine import pipeline
 from engine.classifiers.trained import TrainedClassifier
+from engine.exemplars import CellTrust, ExemplarMemory, ExemplarVote
 from engine.novelty import Novelty, NoveltyIndex
 from engine.risk import ALL, RiskThreshold, ThresholdTable
 from reliability import hooks, training
@@ -418,6 +422,60 @@ def _for_primary(found: RunChecks, primary: Any, row: TrainedClassifierModel) ->
     return RunChecks(table, found.index if settings.NOVELTY else None, found.attempt_id)
 
 
+# -- the exemplar memory -------------------------------------------------------------------------
+
+MEMORY_MARKER = "learning:memory-marker"
+_memory: dict[str, Any] = {}
+_memory_lock = threading.Lock()
+
+
+def memory_note_change(kind: str, data: dict[str, Any]) -> None:
+    """Receiver of core.events.published (config.wiring): a new ground-truth version moves a
+    marker every process shares (the cache), once its transaction commits, so each process's
+    memory is rebuilt at its next run."""
+    if kind != "ground_truth.changed":
+        return
+    marker = f"{time.time():.6f}:{data.get('ground_truth_id')}"
+    transaction.on_commit(lambda: cache_set(MEMORY_MARKER, marker, timeout=None))
+
+
+def run_memory() -> tuple[ExemplarMemory | None, dict[str, CellTrust]]:
+    """The clinician labels as an exemplar memory in the active model's word space, and each
+    source's trust record, rebuilt when the model, the marker or the count of clinician
+    labels moved. None without a trained model or with LEARNING_MEMORY off."""
+    if not settings.LEARNING_MEMORY or not settings.TRAINED_CLASSIFIER:
+        return None, {}
+    row = TrainedClassifierModel.objects.filter(active=True).values_list("version", flat=True)
+    version = row.first()
+    if version is None:
+        return None, {}
+    key = f"{version}:{cache_get(MEMORY_MARKER, '')}:{clinician_labels()}"
+    with _memory_lock:
+        if key in _memory:
+            found: tuple[ExemplarMemory | None, dict[str, CellTrust]] = _memory[key]
+            return found
+    model = training.active_model()
+    memory = Learner(learner_settings()).memory(model, examples()) if model is not None else None
+    trust = {source: memory.trust(source) for source in memory.sources()} if memory else {}
+    with _memory_lock:
+        _memory.clear()
+        _memory[key] = (memory, trust)
+    return memory, trust
+
+
+def exemplar_vote(*, pages: list[str], source: str) -> ExemplarVote | None:
+    """The memory's vote for a run's document: its look-alikes from the same source that
+    clinicians labelled; trusted (able to raise the score) once the source's record allows
+    (LEARNING_MEMORY_CELL_MIN confirmed votes since the last contradiction)."""
+    memory, trust = run_memory()
+    if memory is None:
+        return None
+    record = trust.get(source, CellTrust())
+    return memory.vote(
+        "\n\n".join(pages), source, trusted=record.trusted(settings.LEARNING_MEMORY_CELL_MIN)
+    )
+
+
 def table_from(rows: list[dict[str, Any]]) -> ThresholdTable:
     entries = {}
     for row in rows:
@@ -427,7 +485,12 @@ def table_from(rows: list[dict[str, Any]]) -> ThresholdTable:
 
 
 def run_summary(
-    result: ChainResult, *, checks: RunChecks, source: str, novelty: Novelty | None
+    result: ChainResult,
+    *,
+    checks: RunChecks,
+    source: str,
+    novelty: Novelty | None,
+    exemplar: ExemplarVote | None = None,
 ) -> dict[str, Any]:
     """What Run.learning keeps: novelty, the score and the threshold, the learning value."""
     entry = checks.table.lookup(result.predicted, source) if checks.table is not None else None
@@ -444,6 +507,9 @@ def run_summary(
         "gate_agrees": result.gate_agrees,
         "value": learning_value(result),
         "attempt": checks.attempt_id,
+        "exemplar": {**exemplar.as_dict(), "trusted": exemplar.trusted}
+        if exemplar is not None
+        else None,
     }
 
 

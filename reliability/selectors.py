@@ -13,6 +13,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from core.aggregates import percentile
+from engine.exemplars import CellTrust
 from reliability.models import Extraction
 
 SCORE_BANDS = (
@@ -167,6 +168,52 @@ LEARNING_DAYS = 60  # the time series of the metrics page
 NOVELTY_ALERT_MIN_RUNS = 20  # fewer runs in the window than this: a rate is not an alert
 
 
+def learning_sources(runs: Any, window: Any) -> list[dict[str, Any]]:
+    """Per source (at most 20, busiest first): escalation in the novelty window ("now") and
+    over the whole chart period, and its exemplar memory's record (engine.exemplars.CellTrust):
+    clinician labels remembered, unanimous votes confirmed and contradicted, the upper bound
+    of the votes' error rate, and the confirmations still needed before it is trusted."""
+    from reliability.learning import run_memory
+
+    def rates(queryset: Any) -> dict[str, tuple[int, int]]:
+        rows = (
+            queryset.values(key=F("learning__source"))
+            .annotate(
+                runs=Count("pk"),
+                escalated=Count("pk", filter=Q(final_decision="ESCALATE_TO_SME")),
+            )
+            .order_by("-runs")
+        )
+        return {str(r["key"] or "(none)"): (r["runs"], r["escalated"]) for r in rows}
+
+    period, recent = rates(runs), rates(window)
+    memory, trust = run_memory()
+    out = []
+    for source in list(period)[:20]:
+        record = trust.get(source)
+        n, e = recent.get(source, (0, 0))
+        total, escalated = period[source]
+        out.append(
+            {
+                "source": source,
+                "runs_now": n,
+                "escalation_now": e / n if n else None,
+                "runs": total,
+                "escalation": escalated / total if total else None,
+                "labels": memory.count(source) if memory is not None else 0,
+                "confirmed": record.confirmed if record else 0,
+                "contradicted": record.contradicted if record else 0,
+                "bound": record.bound(settings.RISK_DELTA) if record else 1.0,
+                "needed": (record or CellTrust()).needed(settings.LEARNING_MEMORY_CELL_MIN),
+                "trusted": bool(record and record.trusted(settings.LEARNING_MEMORY_CELL_MIN)),
+                "certified_by": record.certified_by(settings.LEARNING_MEMORY_CELL_MIN)
+                if record
+                else None,
+            }
+        )
+    return out
+
+
 def learning_overview(*, now: datetime | None = None) -> dict[str, Any]:
     """The learning loop for the metrics page: per day, runs, escalations and novel documents;
     model activations; the thresholds in force and the data behind them; the novelty rate of
@@ -232,6 +279,7 @@ def learning_overview(*, now: datetime | None = None) -> dict[str, Any]:
     from reliability.training import model_check
 
     return {
+        "sources": learning_sources(runs, window),
         "daily": daily,
         "activations": activations,
         "active": active,

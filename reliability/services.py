@@ -394,6 +394,9 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
         novelty=novelty,
         acceptance=checks.table,
         source=source,
+        exemplar=learning.exemplar_vote(pages=pages, source=source)
+        if checks.table is not None
+        else None,
         hidden=hidden_text_of(document),
     )
     prefilled: dict[tuple[int, int, str], dict[str, Any]] = {}
@@ -508,6 +511,7 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
                 checks=checks,
                 source=source,
                 novelty=novelty,
+                exemplar=context.exemplar,
             ),
             retry_at=None,
             wait_reason="",

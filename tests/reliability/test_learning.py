@@ -301,3 +301,46 @@ def test_admins_pin_a_model_and_roll_back_in_django_admin(admin_user, reviewer):
     response = client.post(url, {"action": "pin_model", "_selected_action": [old.pk]})
     assert response.status_code == 403
     assert TrainedClassifierModel.objects.get(active=True).pk == new.pk
+
+
+def _from(source: str, *texts: str, key: str):
+    """A document uploaded by ``source`` (a document's source is its uploader)."""
+    from django.contrib.auth import get_user_model
+
+    from documents.models import Document
+
+    user, _ = get_user_model().objects.get_or_create(username=source)
+    doc = document(*texts, key=key)
+    Document.objects.filter(pk=doc.pk).update(uploaded_by=user)
+    doc.refresh_from_db()
+    return doc
+
+
+def test_a_clinicians_label_reaches_the_next_look_alikes_run_without_a_retrain(settings):
+    ground_truth(records(20))
+    attempt_now()
+    rng = random.Random(5)
+    # Clinicians label radiology reports from a new sender; no attempt runs after.
+    labelled = []
+    for i in range(4):
+        doc = _from("clinic-x", text_for("radiology", rng), key=f"x-{i}")
+        GroundTruth.objects.create(
+            document=doc,
+            source=GroundTruth.Source.SME_VALIDATED,
+            dominant_type="radiology",
+            classification={},
+        )
+        labelled.append(str(doc.pk))
+    attempts = LearningAttempt.objects.count()
+    run = services.run_start(document=_from("clinic-x", text_for("radiology", rng), key="x-new"))
+    run.refresh_from_db()
+    assert LearningAttempt.objects.count() == attempts  # no retrain
+    vote = run.learning["exemplar"]
+    assert vote is not None and len(vote["neighbours"]) == 3
+    assert {n[0] for n in vote["neighbours"]} <= set(labelled)
+    assert {n[1] for n in vote["neighbours"]} == {"radiology"}
+    assert vote["trusted"] is False  # four labels: the source's memory has not earned trust
+    # Another sender's labels are not this one's neighbours.
+    other = services.run_start(document=_from("clinic-y", text_for("radiology", rng), key="y-1"))
+    other.refresh_from_db()
+    assert other.learning["exemplar"]["neighbours"] == []
