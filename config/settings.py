@@ -12,13 +12,13 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.env import (
     database_from_url,
-    sqlite_database,
     env_bool,
     env_float,
     env_int,
     env_json,
     env_list,
     env_str,
+    sqlite_database,
     storage_from_url,
 )
 
