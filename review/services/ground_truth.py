@@ -293,8 +293,12 @@ def ground_truth_hold(truth: GroundTruth, *, transition: str = T.AUDIT_DRAWN) ->
     audit; a blind re-check of a decision the learning loop doubts): it is provisional until
     the check ends. Call before the check's row is written, inside its transaction."""
     transition_check(document=truth.document_id, transition=transition)
+    if truth.state == GroundTruth.State.PROVISIONAL:
+        return
     GroundTruth.objects.filter(pk=truth.pk).update(state=GroundTruth.State.PROVISIONAL)
     truth.state = GroundTruth.State.PROVISIONAL
+    # Events follow the state: a receiver told this version was final hears it is not now.
+    ground_truth_changed(truth, supersedes=truth.supersedes)
 
 
 def ground_truth_settle(truth: GroundTruth, *, transition: str) -> None:
