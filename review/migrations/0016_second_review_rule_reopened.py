@@ -4,15 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('review', '0015_admins_run_the_learning_loop'),
+        ("review", "0015_admins_run_the_learning_loop"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='secondreview',
-            name='rule',
-            field=models.CharField(choices=[('correction', 'Every correction'), ('blocker', 'Every BLOCKER packet'), ('random', 'Random share'), ('audit', 'Every audit disagreement'), ('label_issue', 'A label the learning loop found likely wrong'), ('reopened', 'A decision reopened after a check')], max_length=16),
+            model_name="secondreview",
+            name="rule",
+            field=models.CharField(
+                choices=[
+                    ("correction", "Every correction"),
+                    ("blocker", "Every BLOCKER packet"),
+                    ("random", "Random share"),
+                    ("audit", "Every audit disagreement"),
+                    ("label_issue", "A label the learning loop found likely wrong"),
+                    ("reopened", "A decision reopened after a check"),
+                ],
+                max_length=16,
+            ),
         ),
     ]

@@ -207,13 +207,13 @@ class Lifecycle(RuleBasedStateMachine):
     @rule(who=st.integers(0, 2))
     def undo(self, who: int) -> None:
         self.step_events = []
-        standing = list(
+        deciders = list(
             Review.objects.filter(
                 packet__document=self.documents[0], withdrawn_at__isnull=True
             ).values_list("reviewer_id", flat=True)
         )
         # Mostly the decider (the interesting case), sometimes someone else.
-        user = next((u for u in self.reviewers if u.pk in standing), self.reviewers[who])
+        user = next((u for u in self.reviewers if u.pk in deciders), self.reviewers[who])
         if who == 2:
             user = self.reviewers[(self.reviewers.index(user) + 1) % 3]
         last = (
