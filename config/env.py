@@ -73,6 +73,22 @@ def env_json(name: str, default: Any) -> Any:
         raise ImproperlyConfigured(f"{name} is not valid JSON ({exc}).") from None
 
 
+# SQLite as Vetted uses it, from DATABASE_URL=sqlite:///... as for the built-in default: jobs
+# run inline, with page images drawn beside the runs, so a transaction takes the write lock
+# when it begins (IMMEDIATE), waiting up to 20 s for it, instead of failing "database is
+# locked" when a read would turn into a write; WAL lets pages be read while a job writes.
+SQLITE_OPTIONS: dict[str, Any] = {
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 20,
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+}
+
+
+def sqlite_database(path: Any) -> dict[str, Any]:
+    """The DATABASES entry of a SQLite file at ``path``, with SQLITE_OPTIONS."""
+    return {"ENGINE": "django.db.backends.sqlite3", "NAME": path, "OPTIONS": dict(SQLITE_OPTIONS)}
+
+
 def database_from_url(url: str, *, base_dir: str) -> dict[str, Any]:
     """Translate a DATABASE_URL into a Django DATABASES entry.
 
@@ -106,7 +122,7 @@ def database_from_url(url: str, *, base_dir: str) -> dict[str, Any]:
             raise ImproperlyConfigured("DATABASE_URL sqlite:/// names no file.")
         if not os.path.isabs(path):
             path = os.path.join(base_dir, path)
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path}
+        return sqlite_database(path)
     raise ImproperlyConfigured(
         f"DATABASE_URL scheme {scheme!r} is not supported (use postgres:// or sqlite:///)."
     )

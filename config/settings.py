@@ -19,6 +19,7 @@ from config.env import (
     env_json,
     env_list,
     env_str,
+    sqlite_database,
     storage_from_url,
 )
 
@@ -105,22 +106,17 @@ DATABASES = {
     "default": database_from_url(_database_url, base_dir=str(BASE_DIR))
     if _database_url
     else {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": BASE_DIR / "var" / "db.sqlite3",
-        # The embedded default runs jobs inline, with page images drawn beside the runs: a
-        # transaction takes the write lock when it begins (IMMEDIATE), waiting up to 20 s for
-        # it, instead of failing "database is locked" when a read would turn into a write; WAL
-        # lets pages be read while a job writes.
-        "OPTIONS": {
-            "transaction_mode": "IMMEDIATE",
-            "timeout": 20,
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
-        },
+        # The embedded default: SQLite with the options a sqlite:/// URL gets too
+        # (config.env.SQLITE_OPTIONS: IMMEDIATE transactions, a 20 s wait, WAL).
+        **sqlite_database(BASE_DIR / "var" / "db.sqlite3"),
         # Tests on SQLite use a file too: an in-memory database shared between threads answers
         # a second writer "table is locked" at once instead of waiting as a file does.
         "TEST": {"NAME": BASE_DIR / "var" / "test.sqlite3"},
     }
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3") and "TEST" not in DATABASES["default"]:
+    # The same for a sqlite:/// URL: its test database is a file beside it.
+    DATABASES["default"]["TEST"] = {"NAME": f"{DATABASES['default']['NAME']}.test"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -374,6 +374,9 @@ class SecondReview(models.Model):
         RANDOM = "random", "Random share"
         AUDIT = "audit", "Every audit disagreement"
         LABEL_ISSUE = "label_issue", "A label the learning loop found likely wrong"
+        # A decision taken back by an admin after a check confirmed it (or while one was
+        # checking it): the new decision is checked again (review.services.ground_truth).
+        REOPENED = "reopened", "A decision reopened after a check"
 
     class Status(models.TextChoices):
         AWAITING = "awaiting", "Waiting for a second reviewer"

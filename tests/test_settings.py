@@ -117,3 +117,49 @@ def test_a_job_heartbeat_must_beat_at_least_twice_before_it_goes_stale():
     stale = run_manage("check", env={"JOB_HEARTBEAT_SECONDS": "30", "JOB_STALE_SECONDS": "45"})
     assert stale.returncode != 0
     assert "JOB_STALE_SECONDS=45 must be at least twice JOB_HEARTBEAT_SECONDS=30" in stale.stderr
+
+
+@pytest.mark.slow
+def test_a_sqlite_url_gets_the_embedded_defaults_wal_immediate_and_wait(tmp_path):
+    """DATABASE_URL=sqlite:///... behaves as the built-in default: WAL, a transaction that
+    takes the write lock when it begins, and a 20 s wait for it (issue 34, part 4). Checked
+    on the settings a process started with that URL really uses."""
+    import os
+    import subprocess
+    import sys
+
+    from config.env import SQLITE_OPTIONS
+
+    db = database_from_url(f"sqlite:///{tmp_path}/url.db", base_dir="/srv")
+    assert db["OPTIONS"] == SQLITE_OPTIONS
+    assert (db["OPTIONS"]["transaction_mode"], db["OPTIONS"]["timeout"]) == ("IMMEDIATE", 20)
+    script = """
+import sqlite3, django
+django.setup()
+from django.db import connection, transaction
+from django.conf import settings
+assert settings.DATABASES["default"]["OPTIONS"]["timeout"] == 20
+with connection.cursor() as cursor:
+    cursor.execute("PRAGMA journal_mode")
+    print(cursor.fetchone()[0])
+with transaction.atomic():
+    connection.cursor().execute("SELECT 1")  # a read only, inside the transaction
+    other = sqlite3.connect(settings.DATABASES["default"]["NAME"], timeout=0)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        print("free")
+    except sqlite3.OperationalError as error:
+        print(error)
+"""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": f"sqlite:///{tmp_path}/url.db",
+    }
+    env.pop("REDIS_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    # WAL, and the transaction held the write lock from its start: another writer waits.
+    assert done.stdout.split("\n")[:2] == ["wal", "database is locked"]

@@ -28,7 +28,12 @@ from review.corrections import (
 from review.models import AuditEvent, AuditSample, GroundTruth, SecondReview
 from review.services import ReviewRefused
 from review.services.audit_log import audit_record
-from review.services.ground_truth import ground_truth_hold, ground_truth_settle
+from review.services.ground_truth import (
+    T,
+    ground_truth_hold,
+    ground_truth_settle,
+    transition_check,
+)
 from review.services.second_review import second_review_open
 
 logger = logging.getLogger(__name__)
@@ -116,7 +121,7 @@ def audit_sample_consider(
     draw = audit_draw(run=run, output=output)
     if draw is None:
         return None
-    ground_truth_hold(truth)
+    ground_truth_hold(truth, transition=T.AUDIT_DRAWN)
     return audit_sample_create(draw=draw, run=run, truth=truth)
 
 
@@ -146,6 +151,14 @@ def audit_submit(
         agrees = segmentations_agree(machine_segmentation(sample), segments)
         latest = GroundTruth.objects.latest_locked(sample.document)
         standing = latest is not None and latest.pk == sample.accepted_truth_id
+        if standing:
+            # The answer moves the label while the audit is still open (the state machine
+            # allows an audit's answer only then): agreement settles it, a disagreement keeps
+            # it provisional under a second review.
+            transition = T.AUDIT_AGREED if agrees else T.AUDIT_DISAGREED
+            transition_check(document=sample.document, transition=transition, standing=latest)
+            if agrees:
+                ground_truth_settle(latest, transition=transition)  # type: ignore[arg-type]
         save_fields(
             sample,
             status=AuditSample.Status.COMPLETED,
@@ -158,9 +171,7 @@ def audit_submit(
             audited_at=timezone.now(),
         )
         second = None
-        if agrees and standing:
-            ground_truth_settle(latest)  # type: ignore[arg-type]
-        elif not agrees and standing:
+        if not agrees and standing:
             second = second_review_open(
                 rule=SecondReview.Rule.AUDIT,
                 document=sample.document,

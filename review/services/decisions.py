@@ -49,7 +49,15 @@ from review.selectors import (
 from review.services import ReviewRefused
 from review.services.audit_log import audit_record
 from review.services.audits import audit_draw, audit_sample_create
-from review.services.ground_truth import ground_truth_changed, ground_truth_record
+from review.services.ground_truth import (
+    OPEN_CHECK_STATES,
+    S,
+    T,
+    ground_truth_record,
+    ground_truth_withdraw,
+    label_state,
+    transition_check,
+)
 from review.services.second_review import second_review_open, second_review_rule
 
 logger = logging.getLogger(__name__)
@@ -136,25 +144,36 @@ def run_outcome_record(
     document = run.document
     output = outcome.best.output
     standing = GroundTruth.objects.latest_locked(document)
+    state = label_state(document, standing=standing)
     clinician = standing is not None and standing.source in CLINICIAN_SOURCES
     open_packet = (
         ReviewPacket.objects.filter(document=document, status__in=ReviewPacket.OPEN_STATUSES)
         .exclude(run=run)
         .first()
     )
-    if clinician or open_packet is not None:
-        standing_type = standing.dominant_type if clinician and standing else ""
+    # A label a clinician decided, a check holds or a check confirmed is never replaced by a
+    # run: the run is compared with it, and nothing else changes (no version, no packet).
+    if clinician or open_packet is not None or state in (*OPEN_CHECK_STATES, S.CONFIRMED):
+        transition_check(document=document, transition=T.RUN_COMPARED, standing=standing)
+        withdrawn = standing is None or standing.source == GroundTruth.Source.WITHDRAWN
+        kept = None if withdrawn else standing
+        standing_type = kept.dominant_type if kept else ""
         RunComparison.objects.create(
             run=run,
             document=document,
-            standing_truth=standing if clinician else None,
+            standing_truth=kept,
             open_packet=open_packet,
             decision=Decision.AUTO_ACCEPT.value if accepted else Decision.ESCALATE_TO_SME.value,
             machine_type=output.dominant_type_overall.value,
             standing_type=standing_type,
             agrees=output.dominant_type_overall.value == standing_type if standing_type else None,
         )
-        return {"standing_kept": True}
+        kept_event: dict[str, Any] = {"standing_kept": True}
+        if state in OPEN_CHECK_STATES:
+            # The standing label is provisional under a blind check: run.decided leaves the
+            # run's type out, as it does for a run drawn for an audit.
+            kept_event["state"] = GroundTruth.State.PROVISIONAL
+        return kept_event
     if accepted:
         draw = audit_draw(run=run, output=output)
         truth = ground_truth_record(
@@ -167,6 +186,7 @@ def run_outcome_record(
         if draw is not None:
             audit_sample_create(draw=draw, run=run, truth=truth)
         return {"ground_truth_id": truth.pk, "state": truth.state}
+    transition_check(document=document, transition=T.RUN_ESCALATED, standing=standing)
     packet = packet_create(
         run=run, outcome=outcome, comparison=comparison, extra_issues=extra_issues
     )
@@ -343,6 +363,10 @@ def review_submit(
         rule = second_review_rule(
             outcome=outcome, packet=packet, draw_key=f"packet:{packet.pk}:{decisions_before + 1}"
         )
+        if not rule and SecondReview.objects.filter(first_review__packet=packet).exists():
+            # An admin reopened a decision that a check confirmed or was checking: the new
+            # decision goes through a second review again, never straight to final.
+            rule = SecondReview.Rule.REOPENED
         truth = ground_truth_record(
             document=packet.document,
             run=packet.run,
@@ -354,6 +378,7 @@ def review_submit(
             reviewer=reviewer,
             reason=reason,
             note=notes,
+            transition=T.DECISION,
         )
         review = Review.objects.create(
             packet=packet,
@@ -432,47 +457,7 @@ def _withdraw(*, packet_id: int, user: Any, how: str) -> Review:
     if review is None or packet.status != ReviewPacket.Status.COMPLETED:
         raise ReviewRefused("This packet has no decision to take back.")
     decided = review.ground_truth
-    latest = GroundTruth.objects.latest_locked(packet.document)
-    if latest is None or latest.pk != decided.pk:
-        raise ReviewRefused(
-            "Ground truth for this document has changed since this decision (version "
-            f"{latest.version if latest else '?'} is newer); it can no longer be taken back."
-        )
-    previous = decided.supersedes
-    who = user.get_full_name() or user.username
-    verb = "undone" if how == "undone" else "reopened"
-    if previous is not None and previous.source != GroundTruth.Source.WITHDRAWN:
-        truth = GroundTruth.objects.create(
-            document=packet.document,
-            source=previous.source,
-            state=previous.state,  # a check still open on it stays open
-            dominant_type=previous.dominant_type,
-            classification=previous.classification,
-            fields=previous.fields,
-            reason=f"Version {decided.version} {verb} by {who}; version "
-            f"{previous.version} stands again.",
-            note=previous.note,
-            reviewer=previous.reviewer,
-            run=previous.run,
-            model=previous.model,
-            prompt_version=previous.prompt_version,
-            version=decided.version + 1,
-            supersedes=decided,
-        )
-    else:
-        truth = GroundTruth.objects.create(
-            document=packet.document,
-            source=GroundTruth.Source.WITHDRAWN,
-            dominant_type="",
-            classification={},
-            fields=[],
-            reason=f"Version {decided.version} {verb} by {who}; the packet is open again.",
-            reviewer=user,
-            run=decided.run,
-            version=decided.version + 1,
-            supersedes=decided,
-        )
-    ground_truth_changed(truth, supersedes=decided)
+    truth = ground_truth_withdraw(decided=decided, user=user, how=how)
     # A withdrawn decision has nothing left for a second reviewer or adjudicator to check.
     SecondReview.objects.filter(first_review=review, status__in=SecondReview.OPEN_STATUSES).update(
         status=SecondReview.Status.CANCELLED

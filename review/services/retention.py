@@ -21,14 +21,13 @@ from documents.models import Document
 from review.models import (
     AuditEvent,
     AuditSample,
-    GroundTruth,
     Review,
     ReviewPacket,
     RunComparison,
     SecondReview,
 )
-from review.retained import classification_retained, fields_retained
 from review.services.audit_log import audit_record
+from review.services.ground_truth import ground_truth_retain
 
 # Retention hold codes: a document is kept past the retention age while one of these is open.
 REVIEW_OPEN = "review_open"  # a packet waits for a clinician's decision
@@ -62,6 +61,9 @@ def document_review_erase(*, document: Document) -> dict[str, int]:
     """Delete what review holds of ``document`` but its ground truth, and de-identify every
     version of that. Call inside the transaction that deletes the document, before its runs
     are deleted (packets and audits refer to them). Returns how many rows of each went."""
+    # Asked first, while the checks' rows still exist: retention of a label under a check is
+    # refused (retention_holds keeps such a document).
+    kept = ground_truth_retain(document=document)
     packets = ReviewPacket.objects.filter(document=document)
     # In this order: a second review protects the decision it checks, a decision its packet.
     counts = {
@@ -71,13 +73,7 @@ def document_review_erase(*, document: Document) -> dict[str, int]:
         "comparisons": _delete(RunComparison.objects.filter(document=document)),
         "packets": _delete(packets),
     }
-    versions = list(GroundTruth.objects.filter(document=document).order_by("version"))
-    for truth in versions:
-        truth.classification = classification_retained(truth.classification)
-        truth.fields = fields_retained(truth.fields)
-        truth.note = ""
-    GroundTruth.objects.bulk_update(versions, ["classification", "fields", "note"])
-    counts["ground_truth_versions_kept"] = len(versions)
+    counts["ground_truth_versions_kept"] = kept
     return counts
 
 

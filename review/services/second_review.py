@@ -28,9 +28,14 @@ from review.models import AuditEvent, AuditSample, GroundTruth, Review, ReviewPa
 from review.services import ReviewRefused
 from review.services.audit_log import audit_record
 from review.services.ground_truth import (
+    S,
+    T,
+    ground_truth_hold,
     ground_truth_settle,
+    label_state,
     segmentation_fields,
     segmentation_truth,
+    transition_check,
 )
 
 
@@ -124,16 +129,21 @@ def second_review_submit(
             "second_note": note,
             "second_at": timezone.now(),
         }
+        transition = T.SECOND_REVIEW_AGREED if agrees else T.SECOND_REVIEW_DISAGREED
+        transition_check(document=second.document, transition=transition)
         if agrees:
+            # Settled while the second review is still open: the state machine lets its
+            # answer, and nothing else, move the label then.
+            final_truth = _settle(
+                second, first, fields=fields, by=reviewer, note="", transition=transition
+            )
             answered.update(
                 status=SecondReview.Status.AGREED,
                 final_segments=second.first_segments,
                 final_type=second.first_type,
+                final_truth=final_truth,
             )
             save_fields(second, **answered)
-            save_fields(
-                second, final_truth=_settle(second, first, fields=fields, by=reviewer, note="")
-            )
             if second.audit_id is not None:
                 AuditSample.objects.filter(pk=second.audit_id).update(
                     verdict=AuditSample.Verdict.ERROR
@@ -156,15 +166,22 @@ def second_review_submit(
 
 
 def _settle(
-    second: SecondReview, final: Segmentation, *, fields: list[Any], by: Any, note: str
+    second: SecondReview,
+    final: Segmentation,
+    *,
+    fields: list[Any],
+    by: Any,
+    note: str,
+    transition: str,
 ) -> GroundTruth | None:
     """Make ``final`` the document's final ground truth: the standing version when it holds
-    ``final`` already (it becomes final), else a corrected version. Inside a transaction."""
+    ``final`` already (it becomes final), else a corrected version. Inside a transaction,
+    while ``second`` is still open."""
     latest = GroundTruth.objects.latest_locked(second.document)
     if latest is not None and segmentations_agree(segmentation_of(latest.classification), final):
-        ground_truth_settle(latest)
+        ground_truth_settle(latest, transition=transition)
         return latest
-    if second.kind == SecondReview.Kind.AUDIT and second.status == SecondReview.Status.AGREED:
+    if second.kind == SecondReview.Kind.AUDIT and transition == T.SECOND_REVIEW_AGREED:
         machine = _machine_words(second)
         reason = f"Audit, confirmed by a second review: {segmentation_words(final)}, not {machine}"
         reviewer = second.first_by
@@ -180,6 +197,7 @@ def _settle(
         reviewer=reviewer,
         reason=reason,
         note=note,
+        transition=transition,
     )
     if second.audit_id is not None:
         AuditSample.objects.filter(pk=second.audit_id).update(correction=truth)
@@ -213,6 +231,7 @@ def adjudicate(
             raise ReviewRefused("This decision is not waiting for adjudication.")
         if user.pk in (second.first_by_id, second.second_reviewer_id):
             raise ReviewRefused("Adjudication must come from someone other than both reviewers.")
+        transition_check(document=second.document, transition=T.ADJUDICATED)
         save_fields(
             second,
             adjudicator=user,
@@ -223,7 +242,9 @@ def adjudicate(
         )
         save_fields(
             second,
-            final_truth=_settle(second, segments, fields=fields, by=user, note=note),
+            final_truth=_settle(
+                second, segments, fields=fields, by=user, note=note, transition=T.ADJUDICATED
+            ),
             status=SecondReview.Status.ADJUDICATED,
         )
         if second.audit_id is not None:
@@ -251,11 +272,10 @@ def adjudicate(
 
 def label_issue_recheck(issues: list[tuple[str, str, str, float]]) -> int:
     """Blind re-checks of labels the learning loop found likely wrong (reliability.learning,
-    cleanlab): each standing clinician decision among ``issues`` gets a second review with the
-    rule ``label_issue``, unless it had one already or one is open on the document. The
-    version is provisional until the re-check ends. Returns how many were opened."""
-    from review.services.ground_truth import ground_truth_hold
-
+    cleanlab): each standing clinician decision among ``issues`` (a label in the state
+    ``decided``: not under a check, not confirmed by one) gets a second review with the rule
+    ``label_issue``, unless its decision had one already. The version is provisional until the
+    re-check ends. Returns how many were opened."""
     opened = 0
     for document_id, _given, _suggested, _probability in issues:
         truth = (
@@ -267,12 +287,11 @@ def label_issue_recheck(issues: list[tuple[str, str, str, float]]) -> int:
         review = getattr(truth, "review", None) if truth is not None else None
         if truth is None or review is None or review.withdrawn_at is not None:
             continue  # settled by an audit or an adjudication: checked twice already
+        if label_state(truth.document, standing=truth) != S.DECIDED:
+            continue  # under a check, or confirmed by one
         if SecondReview.objects.filter(first_review=review).exists():
             continue
-        if SecondReview.objects.filter(
-            document_id=document_id, status__in=SecondReview.OPEN_STATUSES
-        ).exists():
-            continue
+        ground_truth_hold(truth, transition=T.LABEL_ISSUE_RECHECK)
         second_review_open(
             rule=SecondReview.Rule.LABEL_ISSUE,
             document=truth.document,
@@ -281,6 +300,5 @@ def label_issue_recheck(issues: list[tuple[str, str, str, float]]) -> int:
             packet=review.packet,
             review=review,
         )
-        ground_truth_hold(truth)
         opened += 1
     return opened

@@ -111,6 +111,7 @@ def history(reviewer):
         source=GroundTruth.Source.WITHDRAWN,
         reviewer=reviewer,
         reason="undone by its reviewer",
+        transition="undo",  # the state machine's transition this version records
     )
     for sha in "56789":
         accepted("clinical_note", sha=sha)

@@ -286,14 +286,23 @@ def test_admins_reopen_a_decided_packet_and_reviewers_may_not(reviewer, admin_us
     assert again.status_code == 409  # nothing left to reopen
 
 
-def test_a_decision_superseded_by_newer_ground_truth_cannot_be_taken_back(reviewer, admin_user):
+def test_a_decision_superseded_by_newer_ground_truth_cannot_be_taken_back(
+    reviewer, other_reviewer, admin_user
+):
+    from review.models import SecondReview
+    from review.services import second_review
+
     packet = make_packet()
     opened(reviewer, packet).post(reverse("review:validate", args=[packet.pk]))
-    ground_truth.ground_truth_record(
-        document=packet.document,
-        run=None,
-        source="AUTO_ACCEPTED",
-        output=ClassificationOutput.model_validate(packet.classification),
+    # The learning loop doubts the label; the second reviewer disagrees; an Admin adjudicates
+    # a third answer: version 2, which no decision on this packet made.
+    second_review.label_issue_recheck([(str(packet.document_id), "", "", 0.9)])
+    second = SecondReview.objects.get()
+    second_review.second_review_submit(
+        second_id=second.pk, reviewer=other_reviewer, segments=[(1, 2, DocType.GENOMIC)]
+    )
+    second_review.adjudicate(
+        second_id=second.pk, user=admin_user, segments=[(1, 2, DocType.RADIOLOGY)]
     )
     response = login(admin_user).post(reverse("review:reopen", args=[packet.pk]))
     assert response.status_code == 409
