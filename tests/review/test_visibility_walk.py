@@ -118,6 +118,7 @@ def _assert_no_leak(states: check_states.States, username: str, response: Any, w
     assert not leaks, f"{username} sees what is hidden from them: {leaks}"
 
 
+@pytest.mark.slow  # ~1000 requests: 225 s at a load of 23 on 2 cores; see the docstring
 def test_no_route_shows_a_hidden_answer_decider_or_note_to_any_role(states, settings):
     from reliability.services import api_token_create
 
