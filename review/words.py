@@ -22,13 +22,13 @@ from engine.schemas import DISPLAY_NAMES, ClassificationOutput
 _TYPE_VALUE = re.compile(r"\b(" + "|".join(map(re.escape, DISPLAY_NAMES)) + r")\b")
 
 
-
 def _a(name: str) -> str:
     """A type's name with the article its first sound takes: "a Pathology Report", "an
     Other" (never "a Other"); "its type" takes none."""
     if name.startswith("its "):
         return name
     return f"an {name}" if name[:1].upper() in "AEIOU" else f"a {name}"
+
 
 def type_name(value: Any) -> str:
     """ "clinical_note" -> "Clinical Note"; an unknown value is humanised, never shown raw."""

@@ -238,7 +238,7 @@ def recorded_message(review: Review) -> str:
     final."""
     truth = review.ground_truth
     what = segmentation_words(segmentation_of(truth.classification))
-    # Mid-sentence: "as pages 1–3 Other; page 4 ...", not "as Pages 1–3 Other".
+    # Mid-sentence: "as pages 1-3 Other; page 4 ...", not "as Pages 1-3 Other".
     what = what[:1].lower() + what[1:] if what.startswith("Page") else what
     name = review.packet.document.original_filename
     if review.outcome == Review.Outcome.VALIDATED:
