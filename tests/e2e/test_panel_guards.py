@@ -35,9 +35,11 @@ def test_v_pressed_150_ms_after_the_next_packet_opens_records_nothing(page, live
     page.goto(url(live_server, first))
     for key in ("c", "4", "Enter"):  # correct the first: the next packet opens
         page.keyboard.press(key)
-    page.wait_for_url(url(live_server, second))
-    page.wait_for_timeout(150)
-    page.keyboard.press_at_once("v")  # the Enter-then-V race: not read yet
+    # The Enter-then-V race: V as soon as the next packet's page is parsed (its images may
+    # take seconds more on a loaded machine, so not after "load"), before it can be read.
+    page.wait_for_url(url(live_server, second), wait_until="domcontentloaded")
+    assert page.evaluate("document.documentElement.dataset.keysReady") is None
+    page.keyboard.press_at_once("v")
     page.wait_for_timeout(600)
     assert page.url == url(live_server, second)
     assert not Review.objects.filter(packet=second).exists()
