@@ -22,6 +22,14 @@ from engine.schemas import DISPLAY_NAMES, ClassificationOutput
 _TYPE_VALUE = re.compile(r"\b(" + "|".join(map(re.escape, DISPLAY_NAMES)) + r")\b")
 
 
+def _a(name: str) -> str:
+    """A type's name with the article its first sound takes: "a Pathology Report", "an
+    Other" (never "a Other"); "its type" takes none."""
+    if name.startswith("its "):
+        return name
+    return f"an {name}" if name[:1].upper() in "AEIOU" else f"a {name}"
+
+
 def type_name(value: Any) -> str:
     """ "clinical_note" -> "Clinical Note"; an unknown value is humanised, never shown raw."""
     if value is None or value == "":
@@ -217,7 +225,7 @@ def issue_words(issue: dict[str, Any], output: ClassificationOutput | None = Non
     if code == "fabricated_evidence":
         return said(
             "Evidence not in the document",
-            f"the quote given as evidence of a {named} is not in the document",
+            f"the quote given as evidence of {_a(named)} is not in the document",
         )
     if code == "evidence_wrong_page":
         cited = _number(r"claims page (\d+)", message)
@@ -225,30 +233,30 @@ def issue_words(issue: dict[str, Any], output: ClassificationOutput | None = Non
         if cited and actual:
             return said(
                 "Evidence on another page",
-                f"the evidence of a {named} is cited as page {cited:.0f} but is on page "
+                f"the evidence of {_a(named)} is cited as page {cited:.0f} but is on page "
                 f"{actual:.0f}",
             )
-        return said("Evidence on another page", f"the evidence of a {named} is on another page")
+        return said("Evidence on another page", f"the evidence of {_a(named)} is on another page")
     if code == "generic_evidence":
         return said(
             "Evidence too general",
-            f"the quote given for a {named} is too general to show the type",
+            f"the quote given for {_a(named)} is too general to show the type",
         )
     if code == "anchor_not_on_page":
         return said(
             "Key words not on the page",
-            f"key words the classifier gave for a {named} are not on the page it cites",
+            f"key words the classifier gave for {_a(named)} are not on the page it cites",
         )
     if code == "header_footer_evidence":
         return said(
             "Evidence from a header or footer",
-            f"the evidence of a {named} in {where} is header or footer text, which says "
+            f"the evidence of {_a(named)} in {where} is header or footer text, which says "
             "nothing about the type",
         )
     if code == "missing_evidence":
         return said(
             "No evidence quoted",
-            f"the classifier says {where} contains a {named} but quotes nothing to show it",
+            f"the classifier says {where} contains {_a(named)} but quotes nothing to show it",
         )
     if code == "low_confidence":
         confidence = _number(r"confidence (\d+(?:\.\d+)?)", message)
@@ -256,13 +264,13 @@ def issue_words(issue: dict[str, Any], output: ClassificationOutput | None = Non
         needs = f"; {_percent(needed)} is needed to accept it" if needed is not None else ""
         return said(
             "The classifier is unsure",
-            f"the classifier is unsure that {where} is a {label} "
+            f"the classifier is unsure that {where} is {_a(label)} "
             f"({_percent(confidence)} sure{needs})",
         )
     if code == "dominant_without_evidence":
         return said(
             "Type without evidence",
-            f"{where} is labelled {label}, but the classifier found no evidence of a {label}",
+            f"{where} is labelled {label}, but the classifier found no evidence of {_a(label)}",
         )
     if code == "dominant_not_largest":
         other = re.search(r"but ([a-z_]+) has the larger share", message)
@@ -280,7 +288,7 @@ def issue_words(issue: dict[str, Any], output: ClassificationOutput | None = Non
         why = _after_colon(message)
         return said(
             "Does not read as its type",
-            f"a second reading finds that {where} does not read as a {label}"
+            f"a second reading finds that {where} does not read as {_a(label)}"
             + (f" ({why.rstrip('.')})" if why else ""),
         )
     if code == "contextual_trap":
@@ -352,7 +360,7 @@ def issue_words(issue: dict[str, Any], output: ClassificationOutput | None = Non
     if code == "report_without_structure":
         return said(
             "No report structure",
-            f"{where} is labelled {label}, but shows none of a {label}'s structure (its "
+            f"{where} is labelled {label}, but shows none of {_a(label)}'s structure (its "
             "sections, such as a diagnosis with its specimen, or findings and an impression): "
             "its words alone do not make one",
         )

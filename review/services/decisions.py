@@ -23,6 +23,7 @@ from engine.schemas import (
 )
 from engine.schemas import Issue as EngineIssue
 from reliability.models import Run
+from review import panel
 from review.corrections import (
     Correction,
     corrected_output,
@@ -40,6 +41,7 @@ from review.models import (
     RunComparison,
     SecondReview,
 )
+from review.panel import PanelSeen
 from review.queue import queue_changed
 from review.selectors import (
     lock_available,
@@ -306,8 +308,42 @@ def correction_preview(
 
 PANEL_SHOWS_A_CORRECTION = (
     "Nothing was recorded: the panel shows a correction ({reason}). Save it with Enter, or "
-    "press Escape and undo the change to validate the machine's answer."
+    "press R to put the machine's answer back and validate it."
 )
+
+
+def _holds(packet: ReviewPacket, reviewer: Any) -> bool:
+    return bool(
+        packet.locked_by_id == reviewer.pk
+        and packet.lock_expires_at is not None
+        and packet.lock_expires_at > timezone.now()
+    )
+
+
+def _panel_check(
+    *, packet: ReviewPacket, reviewer: Any, seen: PanelSeen, correction: Correction | None
+) -> None:
+    """Refuse a panel's decision that is not its lock holder's act on what it showed."""
+    if packet.status == ReviewPacket.Status.COMPLETED:
+        raise ReviewRefused("This packet has already been decided.")
+    if not _holds(packet, reviewer):
+        if not lock_is_free(packet, reviewer):
+            raise ReviewRefused(_lock_message(packet))
+        raise ReviewRefused(panel.MESSAGES[panel.NOT_HELD], code=panel.NOT_HELD)
+    if not panel.panel_token_fits(packet=packet, user=reviewer, token=seen.token):
+        raise ReviewRefused(panel.MESSAGES[panel.STALE], code=panel.STALE)
+    if seen.segments is None:
+        raise ReviewRefused(panel.MESSAGES[panel.MISSING], code=panel.MISSING)
+    if correction is None:
+        expected = [(a, b, t.value) for a, b, t in segmentation_of(packet.classification)]
+        present: list[str] = []
+    else:
+        expected = [(a, b, t.value) for a, b, t in correction.segments]
+        present = [t.value for t in correction.present]
+    # A type marked present that a segment already has adds nothing (as correction_build).
+    marked = sorted(t for t in seen.present if t not in {t for _, _, t in expected})
+    if list(seen.segments) != expected or marked != sorted(present):
+        raise ReviewRefused(panel.MESSAGES[panel.DIFFERS], code=panel.DIFFERS)
 
 
 def review_submit(
@@ -317,6 +353,7 @@ def review_submit(
     correction: Correction | None,
     notes: str,
     shown: Correction | None = None,
+    seen: PanelSeen | None = None,
 ) -> Review:
     """Validate (correction None) or correct a packet. Exactly one standing decision per
     packet: the packet row is locked for the transaction, so racing submissions are
@@ -329,13 +366,20 @@ def review_submit(
     A correction must hold together (see review.corrections); the fields of segments whose
     pages or type changed are extracted again first, outside the transaction. The decision is
     provisional while a second review the rules ask for is open (then hidden from everyone
-    but its decider and Admins), final otherwise."""
+    but its decider and Admins), final otherwise.
+
+    A decision from a panel (``seen``: every one the pages post) is the act of the reviewer
+    holding the packet's lock, on the panel state they saw (review.panel): it is refused
+    without the lock, from a stale page, or when it differs from what the panel showed.
+    Scripted callers (the demo) pass no ``seen``."""
     packet = ReviewPacket.objects.select_related("run", "document").get(pk=packet_id)
     reason, fields = "", None
     if correction is None and shown is not None:
         changes, _ = correction_check(packet=packet, correction=shown)
         if changes:
             raise ReviewRefused(PANEL_SHOWS_A_CORRECTION.format(reason=changes))
+    if seen is not None:
+        _panel_check(packet=packet, reviewer=reviewer, seen=seen, correction=correction)
     if correction is not None:
         reason, problems = correction_check(packet=packet, correction=correction)
         if problems:
@@ -353,6 +397,8 @@ def review_submit(
             raise ReviewRefused("This packet has already been decided.")
         if not lock_is_free(packet, reviewer):
             raise ReviewRefused(_lock_message(packet))
+        if seen is not None and not _holds(packet, reviewer):
+            raise ReviewRefused(panel.MESSAGES[panel.NOT_HELD], code=panel.NOT_HELD)
         if correction is None:
             output = ClassificationOutput.model_validate(packet.classification)
             outcome, source = Review.Outcome.VALIDATED, GroundTruth.Source.SME_VALIDATED

@@ -7,6 +7,8 @@ answer is recorded. After a decision the next item of the same kind opens."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import messages
@@ -18,7 +20,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from core.http import HtmxHttpRequest, require_permission
-from review import selectors
+from review import selectors, visibility
 from review.corrections import (
     Segmentation,
     segmentation_from_json,
@@ -53,6 +55,7 @@ def checks(request: HtmxHttpRequest) -> HttpResponse:
         "disputes": selectors.audit_disputes() if sees_all(user) else [],
         "can_audit": user.has_perm("review.audit_runs"),
         "can_adjudicate": user_may_adjudicate(user),
+        "show_why": sees_all(user),
     }
     return render(request, "review/checks.html", context)
 
@@ -86,87 +89,221 @@ def _position(items: list[Any], item: Any) -> dict[str, int]:
     return {"at": ids.index(item.pk) + 1 if item.pk in ids else 0, "of": len(ids)}
 
 
+# -- one check-view body for audits, second reviews and adjudications ---------------------------
+
+
+@dataclass
+class _Check:
+    """What the page of one check needs, whatever its kind. ``seen`` is what the visibility
+    rule lets this user see of its answers (review.visibility)."""
+
+    kind: str  # "audit", "second" or "adjudication" (the page, the keys, the next item)
+    item: AuditSample | SecondReview
+    title: str
+    image: str  # the route of its page images
+    blind: bool  # answering without the answer under check
+    answering: bool
+    action: str
+    queue: list[Any]
+    seen: frozenset[str]
+    url: str  # its page
+    is_first: bool = False
+
+
+def _audit_check(request: HtmxHttpRequest, sample: AuditSample) -> _Check:
+    blind = sample.status == AuditSample.Status.PENDING
+    return _Check(
+        kind="audit",
+        item=sample,
+        title="Blind audit",
+        image="review:audit_page_image",
+        blind=blind,
+        answering=blind,
+        action=reverse("review:audit_submit", args=[sample.pk]),
+        queue=selectors.audit_queue(),
+        seen=visibility.audit_answers(request.user, sample),
+        url=reverse("review:audit", args=[sample.pk]),
+    )
+
+
+def _second_check(request: HtmxHttpRequest, second: SecondReview) -> _Check:
+    user = request.user
+    is_first = second.first_by_id == user.pk
+    awaiting = second.status == SecondReview.Status.AWAITING
+    adjudicating = (
+        second.status == SecondReview.Status.ADJUDICATION
+        and visibility.may_adjudicate(user)
+        and user.pk not in (second.first_by_id, second.second_reviewer_id)
+    )
+    return _Check(
+        kind="adjudication" if adjudicating else "second",
+        item=second,
+        title="Adjudicate a disagreement" if adjudicating else "Second review",
+        image="review:second_page_image",
+        # Blind while the second answer is missing; the first decider knows their own answer.
+        blind=awaiting and not is_first,
+        answering=(awaiting and not is_first) or adjudicating,
+        action=reverse(
+            "review:adjudicate" if adjudicating else "review:second_submit", args=[second.pk]
+        ),
+        queue=selectors.adjudications_for(user)
+        if adjudicating
+        else selectors.second_reviews_for(user),
+        seen=visibility.second_answers(user, second),
+        url=reverse("review:second", args=[second.pk]),
+        is_first=is_first,
+    )
+
+
+def _answer(key: str, label: str, segments: Segmentation) -> dict[str, Any]:
+    return {
+        "key": key,
+        "label": label,
+        "words": segmentation_words(segments),
+        "segments": segmentation_json(segments),
+        "rows": _rows_json(segments),
+    }
+
+
+def _comparison(check: _Check) -> dict[str, Any] | None:
+    """The answers side by side, only those the visibility rule shows this user (the blind
+    page and the pages of people a check leaves out show none)."""
+    seen = check.seen
+    if check.blind or not seen:
+        return None
+    item = check.item
+    if isinstance(item, AuditSample):
+        machine = audit_services.machine_segmentation(item)
+        return {
+            "theirs_label": f"The machine ({classifier_name(item.run.classifier)})",
+            "theirs": segmentation_words(machine),
+            "yours_label": f"Audit ({person_name(item.auditor)})",
+            "yours": segmentation_words(segmentation_from_json(item.audited_segments)),
+            "agrees": item.agrees,
+            "status": item.get_verdict_display(),
+        }
+    first = segmentation_from_json(item.first_segments)
+    if visibility.SECOND not in seen:
+        # Their own answer only: neither the other answer, nor whether it differs.
+        return {
+            "theirs_label": f"First answer ({person_name(item.first_by)})",
+            "theirs": segmentation_words(first),
+            "note": visibility.OWN_ONLY,
+        }
+    answer = segmentation_from_json(item.second_segments)
+    final = segmentation_from_json(item.final_segments)
+    return {
+        "theirs_label": f"First answer ({person_name(item.first_by)})",
+        "theirs": segmentation_words(first),
+        "yours_label": f"Second answer ({person_name(item.second_reviewer)})",
+        "yours": segmentation_words(answer) if answer else "—",
+        "agrees": item.status == SecondReview.Status.AGREED if answer else None,
+        "final": segmentation_words(final) if item.adjudicator_id else "",
+        "adjudicator": person_name(item.adjudicator),
+        "status": item.get_status_display(),
+    }
+
+
+def _check_context(
+    request: HtmxHttpRequest, check: _Check, form: SegmentationForm | None = None
+) -> dict[str, Any]:
+    item = check.item
+    document = item.document
+    form = form or SegmentationForm(page_count=document.page_count)
+    context = _workspace(document=document, image=(check.image, item.pk), form=form)
+    context.update(
+        kind=check.kind,
+        title=check.title,
+        item=item,
+        blind=check.blind,
+        answering=check.answering,
+        is_first=check.is_first,
+        action=check.action,
+        may_adjudicate=check.kind == "adjudication",
+        position=_position(check.queue, item),
+        next_url=_next_url(check.kind, request.user, exclude=item.pk),
+        comparison=_comparison(check),
+        hidden_note="" if check.blind or check.answering or check.seen else visibility.CHECK_HIDDEN,
+    )
+    if check.kind == "adjudication" and isinstance(item, SecondReview):
+        context["answers"] = [
+            _answer(
+                "1",
+                f"First answer ({person_name(item.first_by)})",
+                segmentation_from_json(item.first_segments),
+            ),
+            _answer(
+                "2",
+                f"Second answer ({person_name(item.second_reviewer)})",
+                segmentation_from_json(item.second_segments),
+            ),
+        ]
+    return context
+
+
+def _check_submit(
+    request: HtmxHttpRequest,
+    check: _Check,
+    record: Callable[[Segmentation, str], tuple[int, str]],
+) -> HttpResponse:
+    """The one body of every check's answer: parse the panel, record it through the check's
+    service (which says what it did), then the next item of the same kind."""
+    item = check.item
+    form = SegmentationForm(request.POST, page_count=item.document.page_count)
+    if not form.is_valid():
+        return render(
+            request, "review/check.html", _check_context(request, check, form), status=400
+        )
+    try:
+        level, said = record(form.segments(), form.cleaned_data["note"])
+    except ReviewRefused as refused:
+        messages.error(request, refused.message)
+        return redirect(check.url)
+    messages.add_message(request, level, said)
+    return redirect(_next_url(check.kind, request.user, exclude=item.pk))
+
+
 # -- audits -------------------------------------------------------------------------------------
 
 
 def _get_sample(request: HtmxHttpRequest, sample_id: int) -> AuditSample:
     require_permission(request, "review.audit_runs")
     return get_object_or_404(
-        AuditSample.objects.select_related("document", "auditor", "correction", "accepted_truth"),
+        AuditSample.objects.select_related(
+            "document", "auditor", "correction", "accepted_truth", "run"
+        ),
         pk=sample_id,
     )
 
 
-def _audit_context(
-    request: HtmxHttpRequest, sample: AuditSample, form: SegmentationForm | None = None
-) -> dict[str, Any]:
-    document = sample.document
-    form = form or SegmentationForm(page_count=document.page_count)
-    blind = sample.status == AuditSample.Status.PENDING
-    context = _workspace(document=document, image=("review:audit_page_image", sample.pk), form=form)
-    context.update(
-        kind="audit",
-        title="Blind audit",
-        item=sample,
-        blind=blind,
-        answering=blind,
-        action=reverse("review:audit_submit", args=[sample.pk]),
-        position=_position(selectors.audit_queue(), sample),
-        next_url=_next_url("audit", request.user, exclude=sample.pk),
-    )
-    if not blind:
-        machine = audit_services.machine_segmentation(sample)
-        second = getattr(sample, "second_review", None)
-        context["comparison"] = {
-            "theirs_label": f"The machine ({classifier_name(sample.run.classifier)})",
-            "theirs": segmentation_words(machine),
-            "yours_label": f"Audit ({person_name(sample.auditor)})",
-            "yours": segmentation_words(segmentation_from_json(sample.audited_segments)),
-            "agrees": sample.agrees,
-            "status": sample.get_verdict_display(),
-            "second": second,
-        }
-    return context
-
-
 @login_required
 def audit_detail(request: HtmxHttpRequest, sample_id: int) -> HttpResponse:
-    sample = _get_sample(request, sample_id)
-    return render(request, "review/check.html", _audit_context(request, sample))
+    check = _audit_check(request, _get_sample(request, sample_id))
+    return render(request, "review/check.html", _check_context(request, check))
 
 
 @login_required
 @require_POST
 def audit_submit(request: HtmxHttpRequest, sample_id: int) -> HttpResponse:
-    sample = _get_sample(request, sample_id)
-    form = SegmentationForm(request.POST, page_count=sample.document.page_count)
-    if not form.is_valid():
-        context = _audit_context(request, sample, form)
-        return render(request, "review/check.html", context, status=400)
-    try:
+    check = _audit_check(request, _get_sample(request, sample_id))
+
+    def record(segments: Segmentation, note: str) -> tuple[int, str]:
         sample = audit_services.audit_submit(
-            sample_id=sample.pk,
-            auditor=request.user,
-            segments=form.segments(),
-            note=form.cleaned_data["note"],
+            sample_id=check.item.pk, auditor=request.user, segments=segments, note=note
         )
-    except ReviewRefused as refused:
-        messages.error(request, refused.message)
-        return redirect("review:audit", sample_id=sample.pk)
-    recorded = segmentation_words(form.segments())
-    if sample.agrees:
-        messages.success(
-            request,
-            f"Audit recorded: {recorded}. It agrees with the accepted answer, which is final now.",
-        )
-    else:
-        messages.warning(
-            request,
+        recorded = segmentation_words(segments)
+        if sample.agrees:
+            return messages.SUCCESS, (
+                f"Audit recorded: {recorded}. It agrees with the accepted answer, which is "
+                "final now."
+            )
+        return messages.WARNING, (
             f"Audit recorded: {recorded}. It disagrees with the accepted answer: an "
             "independent second review checks it before anything changes; until then the "
-            "accepted label stands, provisional.",
+            "accepted label stands, provisional."
         )
-    return redirect(_next_url("audit", request.user, exclude=sample.pk))
+
+    return _check_submit(request, check, record)
 
 
 @login_required
@@ -188,79 +325,10 @@ def _get_second(request: HtmxHttpRequest, second_id: int) -> SecondReview:
     )
 
 
-def _second_context(
-    request: HtmxHttpRequest, second: SecondReview, form: SegmentationForm | None = None
-) -> dict[str, Any]:
-    user = request.user
-    document = second.document
-    is_first = second.first_by_id == user.pk
-    awaiting = second.status == SecondReview.Status.AWAITING
-    may_adjudicate = (
-        second.status == SecondReview.Status.ADJUDICATION
-        and user_may_adjudicate(user)
-        and user.pk not in (second.first_by_id, second.second_reviewer_id)
-    )
-    form = form or SegmentationForm(page_count=document.page_count)
-    context = _workspace(
-        document=document, image=("review:second_page_image", second.pk), form=form
-    )
-    first = segmentation_from_json(second.first_segments)
-    answer = segmentation_from_json(second.second_segments)
-    kind = "adjudication" if may_adjudicate else "second"
-    items = (
-        selectors.adjudications_for(user) if may_adjudicate else selectors.second_reviews_for(user)
-    )
-    context.update(
-        kind=kind,
-        title="Adjudicate a disagreement" if may_adjudicate else "Second review",
-        item=second,
-        # Blind while the second answer is missing; the first decider knows their own answer.
-        blind=awaiting and not is_first,
-        answering=(awaiting and not is_first) or may_adjudicate,
-        is_first=is_first,
-        action=reverse("review:adjudicate", args=[second.pk])
-        if may_adjudicate
-        else reverse("review:second_submit", args=[second.pk]),
-        may_adjudicate=may_adjudicate,
-        position=_position(items, second),
-        next_url=_next_url(kind, user, exclude=second.pk),
-    )
-    if may_adjudicate:
-        context["answers"] = [
-            {
-                "key": "1",
-                "label": f"First answer ({person_name(second.first_by)})",
-                "words": segmentation_words(first),
-                "segments": segmentation_json(first),
-                "rows": _rows_json(first),
-            },
-            {
-                "key": "2",
-                "label": f"Second answer ({person_name(second.second_reviewer)})",
-                "words": segmentation_words(answer),
-                "segments": segmentation_json(answer),
-                "rows": _rows_json(answer),
-            },
-        ]
-    elif not context["blind"]:
-        final = segmentation_from_json(second.final_segments)
-        context["comparison"] = {
-            "theirs_label": f"First answer ({person_name(second.first_by)})",
-            "theirs": segmentation_words(first),
-            "yours_label": f"Second answer ({person_name(second.second_reviewer)})",
-            "yours": segmentation_words(answer) if answer else "—",
-            "agrees": second.status == SecondReview.Status.AGREED if answer else None,
-            "final": segmentation_words(final) if second.adjudicator_id else "",
-            "adjudicator": person_name(second.adjudicator),
-            "status": second.get_status_display(),
-        }
-    return context
-
-
 @login_required
 def second_detail(request: HtmxHttpRequest, second_id: int) -> HttpResponse:
-    second = _get_second(request, second_id)
-    return render(request, "review/check.html", _second_context(request, second))
+    check = _second_check(request, _get_second(request, second_id))
+    return render(request, "review/check.html", _check_context(request, check))
 
 
 @login_required
@@ -272,64 +340,46 @@ def second_page_image(request: HtmxHttpRequest, second_id: int, number: int) -> 
 @login_required
 @require_POST
 def second_submit(request: HtmxHttpRequest, second_id: int) -> HttpResponse:
-    second = _get_second(request, second_id)
-    form = SegmentationForm(request.POST, page_count=second.document.page_count)
-    if not form.is_valid():
-        context = _second_context(request, second, form)
-        return render(request, "review/check.html", context, status=400)
-    try:
+    check = _second_check(request, _get_second(request, second_id))
+
+    def record(segments: Segmentation, note: str) -> tuple[int, str]:
         second = second_services.second_review_submit(
-            second_id=second.pk,
-            reviewer=request.user,
-            segments=form.segments(),
-            note=form.cleaned_data["note"],
+            second_id=check.item.pk, reviewer=request.user, segments=segments, note=note
         )
-    except ReviewRefused as refused:
-        messages.error(request, refused.message)
-        return redirect("review:second", second_id=second.pk)
-    recorded = segmentation_words(form.segments())
-    if second.status == SecondReview.Status.AGREED:
-        messages.success(
-            request,
-            f"Second review recorded: {recorded}. It agrees with the first answer: the label "
-            "is final.",
-        )
-    else:
-        messages.warning(
-            request,
+        recorded = segmentation_words(segments)
+        if second.status == SecondReview.Status.AGREED:
+            return messages.SUCCESS, (
+                f"Second review recorded: {recorded}. It agrees with the first answer: the "
+                "label is final."
+            )
+        return messages.WARNING, (
             f"Second review recorded: {recorded}. It disagrees with the first answer: an "
-            "adjudicator decides, seeing both.",
+            "adjudicator decides, seeing both."
         )
-    return redirect(_next_url("second", request.user, exclude=second.pk))
+
+    return _check_submit(request, check, record)
 
 
 @login_required
 @require_POST
 def adjudicate(request: HtmxHttpRequest, second_id: int) -> HttpResponse:
     second = _get_second(request, second_id)
-    if not user_may_adjudicate(request.user):
+    if not visibility.may_adjudicate(request.user):
         require_permission(request, "review.adjudicate_reviews")
-    form = SegmentationForm(request.POST, page_count=second.document.page_count)
-    if not form.is_valid():
-        context = _second_context(request, second, form)
-        return render(request, "review/check.html", context, status=400)
-    try:
-        second = second_services.adjudicate(
-            second_id=second.pk,
-            user=request.user,
-            segments=form.segments(),
-            note=form.cleaned_data["note"],
+    check = _second_check(request, second)
+    check.kind = "adjudication"
+
+    def record(segments: Segmentation, note: str) -> tuple[int, str]:
+        done = second_services.adjudicate(
+            second_id=second.pk, user=request.user, segments=segments, note=note
         )
-    except ReviewRefused as refused:
-        messages.error(request, refused.message)
-        return redirect("review:second", second_id=second.pk)
-    truth = second.final_truth
-    messages.success(
-        request,
-        f"Adjudicated: {segmentation_words(form.segments())}. Ground truth version "
-        f"{truth.version if truth else '?'} is final.",
-    )
-    return redirect(_next_url("adjudication", request.user, exclude=second.pk))
+        truth = done.final_truth
+        return messages.SUCCESS, (
+            f"Adjudicated: {segmentation_words(segments)}. Ground truth version "
+            f"{truth.version if truth else '?'} is final."
+        )
+
+    return _check_submit(request, check, record)
 
 
 def _next_url(kind: str, user: Any, *, exclude: int) -> str:

@@ -14,7 +14,7 @@ from core.http import HtmxHttpRequest, require_permission
 from documents.models import Document, Page
 from documents.services import page_image
 from engine.schemas import DISPLAY_NAMES, Severity
-from review import selectors
+from review import selectors, visibility
 from review.models import ReviewPacket
 
 SEVERITY_CHOICES = [(s.value, s.value.title()) for s in Severity]
@@ -28,11 +28,7 @@ def get_packet_for_reviewer(request: HtmxHttpRequest, packet_id: int) -> ReviewP
 
 
 def user_may_adjudicate(user: Any) -> bool:
-    """Admins adjudicate; with ADJUDICATION_BY_REVIEWERS, so may any reviewer (the services
-    refuse both reviewers of the decision either way)."""
-    return user.has_perm("review.adjudicate_reviews") or (
-        settings.ADJUDICATION_BY_REVIEWERS and user.has_perm("review.review_packets")
-    )
+    return visibility.may_adjudicate(user)
 
 
 def type_name(value: str) -> str:

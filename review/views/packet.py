@@ -30,6 +30,7 @@ from review.forms import (
     posted_rows,
 )
 from review.models import GroundTruth, Review, ReviewPacket
+from review.panel import panel_seen_parse, panel_token
 from review.services import ReviewRefused
 from review.services import decisions as decide
 from review.views.common import get_packet_for_reviewer, page_png
@@ -93,6 +94,7 @@ def _packet_context(
     for page in workspace["pages"]:
         page["image"] = reverse("review:page_image", args=[packet.pk, page["number"]])
     decisions = selectors.packet_decisions(packet)
+    token = panel_token(packet=packet, user=request.user, revision=len(decisions))
     standing = next((d for d in decisions if d.withdrawn_at is None), None)
     second = selectors.awaiting_second_review(packet) if standing else None
     if not label_view(request.user, packet.document).human:
@@ -122,6 +124,7 @@ def _packet_context(
         "attempts": selectors.packet_attempts(packet),
         "holds_lock": holds_lock and packet.status != ReviewPacket.Status.COMPLETED,
         "validate_form": ValidateForm(),
+        "panel_token": token,
         "correction_form": form,
         "segment_rows": form.rows(),
         "type_keys": TYPE_KEYS,
@@ -200,9 +203,11 @@ def packet_validate(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
     packet = get_packet_for_reviewer(request, packet_id)
     form = ValidateForm(request.POST)
     notes = form.cleaned_data["notes"] if form.is_valid() else ""
-    # The panel's segments and types are posted with the validation: it must show the
-    # machine's answer, or the validation would record something the reviewer did not see.
-    panel = CorrectionForm(request.POST, page_count=packet.document.page_count)
+    # The panel's segments and types are posted with the validation, always: it must show
+    # the machine's answer, or the validation would record something the reviewer did not
+    # see. Without them nothing is assumed: the service refuses (review.panel).
+    page_count = packet.document.page_count
+    panel = CorrectionForm(request.POST, page_count=page_count)
     shown = None
     if posted_rows(request.POST):
         if not panel.is_valid():
@@ -210,7 +215,12 @@ def packet_validate(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
         shown = panel.correction()
     try:
         review = decide.review_submit(
-            packet_id=packet.pk, reviewer=request.user, correction=None, notes=notes, shown=shown
+            packet_id=packet.pk,
+            reviewer=request.user,
+            correction=None,
+            notes=notes,
+            shown=shown,
+            seen=panel_seen_parse(request.POST, page_count=page_count),
         )
     except ReviewRefused as refused:
         return _refused(request, packet, refused, panel if shown is not None else None)
@@ -228,11 +238,14 @@ def recorded_message(review: Review) -> str:
     final."""
     truth = review.ground_truth
     what = segmentation_words(segmentation_of(truth.classification))
+    # Mid-sentence: "as pages 1-3 Other; page 4 ...", not "as Pages 1-3 Other".
+    what = what[:1].lower() + what[1:] if what.startswith("Page") else what
     name = review.packet.document.original_filename
     if review.outcome == Review.Outcome.VALIDATED:
         said = f"Recorded “{name}” as {what}, validated by you (the machine's answer)."
     else:
-        said = f"Recorded “{name}” as {what}, corrected by you: {review.reason}."
+        # The reason is a sentence of its own ("... to Pathology Report."): one period.
+        said = f"Recorded “{name}” as {what}, corrected by you: {review.reason.rstrip('.')}."
     if truth.state == GroundTruth.State.PROVISIONAL:
         said += " Provisional until an independent second review."
     return said
@@ -283,6 +296,7 @@ def packet_correct(request: HtmxHttpRequest, packet_id: int) -> HttpResponse:
             reviewer=request.user,
             correction=form.correction(),
             notes=form.cleaned_data["notes"],
+            seen=panel_seen_parse(request.POST, page_count=packet.document.page_count),
         )
     except ReviewRefused as refused:
         return _refused(request, packet, refused, form)

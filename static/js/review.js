@@ -19,6 +19,12 @@
 // keyed by the user's id): a zoom suits a screen, so a tablet and a desk keep their own, and
 // nothing is written to the server on every key.
 //
+// A key acts only on a page that has been on screen long enough to be read: 400 ms after it
+// is painted (SETTLE_MS). Enter then V pressed 150 ms apart used to validate the next packet
+// before anyone saw it. Keys never act on a focused form control either: a letter does not
+// pick an option of a focused select (the browser's type-ahead turned "g" into Genomic), and
+// Enter in a field does not submit the form unless the panel is being corrected.
+//
 // A decision records exactly what the panel shows: #will-record says it, from the panel's
 // rows, at every change (data-action: validate, correct or record; data-segments: the
 // [first, last, type] rows). V is refused while the panel shows a correction.
@@ -56,6 +62,24 @@
   var contextShown = true;
   var user = document.body.dataset.user || "";
   var ZOOM_KEY = "vetted.zoom." + user;
+  var SETTLE_MS = 400;
+  var paintedAt = 0;
+  function painted() {
+    paintedAt = 0;
+    delete document.documentElement.dataset.keysReady;
+    // Two frames: the first runs before the page is painted, the second after.
+    window.requestAnimationFrame(function () {
+      window.requestAnimationFrame(function () {
+        paintedAt = window.performance.now();
+        // Said on the page too (data-keys-ready), for browser tests that act as a reader.
+        window.setTimeout(function () { document.documentElement.dataset.keysReady = "true"; }, SETTLE_MS);
+      });
+    });
+  }
+  function settled() { return paintedAt > 0 && window.performance.now() - paintedAt >= SETTLE_MS; }
+  painted();
+  // A page shown again from the back-forward cache is painted again: it waits again.
+  window.addEventListener("pageshow", function (event) { if (event.persisted) painted(); });
 
   // -- the issue list drives the viewer ---------------------------------------------------------
 
@@ -239,6 +263,20 @@
     });
   }
 
+  // "Also present" is for a type the segments miss: a type a segment already has cannot be
+  // ticked (ticked, it left a panel that was neither the machine's answer nor a correction,
+  // so neither V nor Enter could record it).
+  function markPresent() {
+    var typed = {};
+    rows().forEach(function (row) { typed[one(".seg-type", row).value] = true; });
+    all("input[name='present']", form).forEach(function (box) {
+      var inSegments = typed[box.value] === true;
+      if (inSegments) box.checked = false;
+      box.disabled = inSegments;
+      box.title = inSegments ? "A segment already has this type" : "";
+    });
+  }
+
   function changed() {
     var list = rows().sort(function (a, b) { return startOf(a) - startOf(b); });
     var holder = one("#segment-rows");
@@ -257,6 +295,10 @@
       var input = form.elements["share_" + type];
       if (input) input.placeholder = ((pagesOf[type] || 0) / (pageCount || 1)).toFixed(2);
     });
+    // "Also present" is for a type the segments miss: a type a segment already has cannot
+    // be ticked (ticked, it would leave a panel that is neither the machine's answer nor a
+    // correction, so neither V nor Enter could record it).
+    markPresent();
     refreshKeys();
     summarise();
     form.dispatchEvent(new CustomEvent("correction-changed", {bubbles: true}));
@@ -284,7 +326,7 @@
     // mixture even when its segments are the machine's.
     return all("input[name^='share_']", form).some(function (i) { return i.value.trim() !== ""; }) ||
       all("select[name='dominant_type']", form).some(function (s) { return s.value !== ""; }) ||
-      all("input[name='present']", form).some(function (i) { return i.checked; });
+      all("input[name='present']", form).some(function (i) { return i.checked && !i.disabled; });
   }
   function shows(segments) {
     if (segments.some(function (s) { return !s[2] || !s[0]; })) return "";
@@ -313,6 +355,9 @@
   }
   function restoreMachine() {
     if (!machine || !form) return;
+    all("input[name^='share_']", form).forEach(function (i) { i.value = ""; });
+    all("select[name='dominant_type']", form).forEach(function (s) { s.value = ""; });
+    all("input[name='present']", form).forEach(function (i) { i.checked = false; });
     rows().forEach(function (row) { row.remove(); });
     machine.forEach(function (s, index) {
       var row = one("#segment-row-template").content.firstElementChild.cloneNode(true);
@@ -463,6 +508,7 @@
       if (event.target.closest("[data-row]") || /^share_|^dominant_type$|^present$/.test(event.target.name)) changed();
     });
     form.addEventListener("input", summarise);
+    markPresent();
     refreshKeys();
     summarise();
   }
@@ -479,6 +525,23 @@
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     var target = event.target;
     var key = event.key;
+    var inForm = form && target && form.contains(target);
+    // A letter never picks an option of a focused select in the panel (the digits 1-5 set
+    // the type while correcting, below; arrows still move through the options).
+    if (inForm && target.tagName === "SELECT" && key.length === 1 && !(correcting && /^[1-5]$/.test(key))) {
+      event.preventDefault();
+      return;
+    }
+    if (!settled()) {
+      // Not read yet: no key acts (and Enter does not submit a focused field's form).
+      if (!typing(target) || key === "Enter") event.preventDefault();
+      return;
+    }
+    if (key === "Enter" && inForm && !correcting && target.tagName === "INPUT") {
+      // Enter in a field of the panel submits nothing: C starts correcting, Enter saves.
+      event.preventDefault();
+      return;
+    }
     if (correcting) {
       var free = !typing(target) || target.tagName === "SELECT";
       if (/^[1-5]$/.test(key) && free) {

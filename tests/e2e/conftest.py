@@ -50,6 +50,7 @@ def _shared_browser() -> Any:
         _Shared.browser = _Shared.playwright.chromium.launch(
             executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
         )
+        readers(_Shared.browser)  # every page it opens presses keys as a reader
     return _Shared.browser
 
 
@@ -97,8 +98,55 @@ def page(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(15_000)
     page = context.new_page()
+    read_before_keys(page)
     yield page
     context.close()
+
+
+# The review pages' keys act only 400 ms after the page is painted (static/js/review.js says
+# so with data-keys-ready): a test presses keys as a reader does, once the page can be read.
+# A test of that guard presses through ``page.keyboard.press_at_once``.
+READY = (
+    "() => !document.querySelector('script[src*=\"review.js\"]')"
+    " || document.documentElement.dataset.keysReady === 'true'"
+)
+
+
+def readers(browser: Any) -> None:
+    """Every page this browser opens presses keys as a reader (read_before_keys)."""
+    new_context = browser.new_context
+
+    def reading_context(*args: Any, **kwargs: Any) -> Any:
+        context = new_context(*args, **kwargs)
+        new_page = context.new_page
+
+        def reading_page() -> Any:
+            page = new_page()
+            read_before_keys(page)
+            return page
+
+        context.new_page = reading_page
+        return context
+
+    browser.new_context = reading_context
+
+
+def read_before_keys(page: Any) -> None:
+    if hasattr(page.keyboard, "press_at_once"):
+        return
+    keyboard = page.keyboard
+    at_once = keyboard.press
+
+    def press(key: str, **options: Any) -> None:
+        try:
+            page.wait_for_function(READY)
+        except Exception:  # a page going away as it loads the next: wait for that one
+            page.wait_for_load_state()
+            page.wait_for_function(READY)
+        at_once(key, **options)
+
+    keyboard.press_at_once = at_once
+    keyboard.press = press
 
 
 @pytest.fixture

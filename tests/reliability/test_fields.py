@@ -19,7 +19,10 @@ from review.models import GroundTruth
 from review.roles import REVIEWERS, ensure_roles
 from tests.conftest import pathology_field_names, ready_document
 from tests.reliability.gemini_stub import GeminiStub
-from tests.review.conftest import make_packet
+from tests.review.conftest import (
+    make_packet,
+    page_panel,  # noqa: F401 (a fixture: the packet page's form)
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -81,6 +84,7 @@ def test_accepted_ground_truth_carries_the_extracted_fields():
     assert segment["doc_type"] == "pathology" and segment["fields"]["ki67"]["value"] == "20%"
 
 
+@pytest.mark.usefixtures("page_panel")
 def test_a_reviewer_corrects_a_field_and_the_ground_truth_and_export_carry_it(django_user_model):
     roles = ensure_roles()
     reviewer = django_user_model.objects.create_user("rita", password="x")

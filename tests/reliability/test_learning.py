@@ -16,6 +16,7 @@ from reliability.learner import Example, Learner, Settings, label_issues
 from reliability.models import LearningAttempt, LearningPin, Run, TrainedClassifierModel
 from review.models import GroundTruth, SecondReview
 from tests.reliability.test_trained_classifier import WORDS, document, records, text_for
+from tests.review.conftest import page_panel  # noqa: F401 (a fixture: the packet page's form)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -187,6 +188,7 @@ def test_label_error_detection_finds_flips_injected_into_a_small_ground_truth():
     assert true_positives / max(1, len(found)) >= 0.5  # precision
 
 
+@pytest.mark.usefixtures("page_panel")
 def test_likely_wrong_clinician_labels_go_to_a_blind_recheck(reviewer):
     from django.test import Client
     from django.urls import reverse
@@ -197,6 +199,7 @@ def test_likely_wrong_clinician_labels_go_to_a_blind_recheck(reviewer):
     packet = make_packet(sha="r")
     client = Client()
     client.force_login(reviewer)
+    client.get(reverse("review:packet", args=[packet.pk]))  # deciding holds the packet's lock
     assert client.post(reverse("review:validate", args=[packet.pk])).status_code == 302
     truth = GroundTruth.objects.get(document=packet.document)
     assert truth.state == GroundTruth.State.FINAL

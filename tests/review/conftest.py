@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import re
+from typing import Any
+
+import pytest
+
 from benchmarks.faults import clean_output
 from engine import pipeline
 from engine.document import DocumentContext
@@ -136,3 +141,35 @@ RADIOLOGY_REPORT = [
         "No evidence of thoracic metastatic disease.",
     ]
 ]
+
+
+@pytest.fixture
+def page_panel(monkeypatch: Any) -> None:
+    """A test client's posts to a packet's validate or correct carry what the packet page's
+    form carries (review.panel): the token of a page painted for this user now, and, for a
+    validation posted without rows, the panel's rows showing the machine's answer. Tests of
+    the refusals post without this fixture."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from review.corrections import segmentation_of
+    from review.panel import panel_token
+
+    original = Client.post
+
+    def post(self: Any, path: str, data: Any = None, *args: Any, **kwargs: Any) -> Any:
+        found = re.fullmatch(r"/review/packets/(\d+)/(validate|correct)/", path)
+        user_id = self.session.get("_auth_user_id")
+        if found and user_id and (data is None or isinstance(data, dict)):
+            packet = ReviewPacket.objects.filter(pk=found[1]).first()
+            data = dict(data or {})
+            if packet is not None and "panel_token" not in data:
+                user = get_user_model().objects.get(pk=user_id)
+                data["panel_token"] = panel_token(packet=packet, user=user)
+                if found[2] == "validate" and "start" not in data:
+                    machine = segmentation_of(packet.classification)
+                    data["start"] = [str(a) for a, _, _ in machine]
+                    data["type"] = [t.value for _, _, t in machine]
+        return original(self, path, data, *args, **kwargs)
+
+    monkeypatch.setattr(Client, "post", post)

@@ -24,7 +24,7 @@ from review.roles import ADMINS, REVIEWERS
 from tests.conftest import PASSWORD
 from tests.review.conftest import make_packet
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("page_panel")]
 User = get_user_model()
 
 MODELS = [

@@ -13,7 +13,7 @@ from django.utils import timezone
 from review.models import AuditEvent, GroundTruth, Review, ReviewPacket
 from tests.review.conftest import make_packet
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("page_panel")]
 
 
 @pytest.fixture
@@ -234,7 +234,9 @@ def test_a_stale_lock_expires(reviewer, other_reviewer, packet):
     ReviewPacket.objects.filter(pk=packet.pk).update(
         lock_expires_at=timezone.now() - timedelta(seconds=1)
     )
-    response = login(other_reviewer).post(reverse("review:validate", args=[packet.pk]))
+    omar = login(other_reviewer)
+    omar.get(reverse("review:packet", args=[packet.pk]))  # the expired lock is his now
+    response = omar.post(reverse("review:validate", args=[packet.pk]))
     assert response.status_code == 302
     assert Review.objects.get().reviewer == other_reviewer
 
@@ -527,7 +529,9 @@ def test_the_export_command_writes_the_same_bytes_as_the_page(admin_user, tmp_pa
     from django.core.management import call_command
 
     packet = make_packet()
-    login(reviewer).post(reverse("review:validate", args=[packet.pk]))
+    decider = login(reviewer)
+    decider.get(reverse("review:packet", args=[packet.pk]))  # deciding holds the lock
+    decider.post(reverse("review:validate", args=[packet.pk]))
     out = tmp_path / "gt.jsonl"
     call_command("export_ground_truth", "--format", "jsonl", "--out", str(out))
     page = login(admin_user).get(reverse("review:export"), {"format": "jsonl"})
@@ -537,7 +541,9 @@ def test_the_export_command_writes_the_same_bytes_as_the_page(admin_user, tmp_pa
 
 def test_the_metrics_page_shows_the_figures(admin_user, reviewer):
     packet = make_packet()
-    login(reviewer).post(reverse("review:validate", args=[packet.pk]))
+    decider = login(reviewer)
+    decider.get(reverse("review:packet", args=[packet.pk]))  # deciding holds the lock
+    decider.post(reverse("review:validate", args=[packet.pk]))
     response = login(admin_user).get(reverse("review:metrics"))
     assert response.status_code == 200
     body = response.content.decode()
@@ -549,13 +555,12 @@ def test_the_metrics_page_shows_the_figures(admin_user, reviewer):
 @pytest.mark.postgres
 def test_metrics_medians_are_computed_by_the_database(admin_user, reviewer, other_reviewer):
     first, second = make_packet(sha="1"), make_packet(sha="2")
-    login(reviewer).post(reverse("review:validate", args=[first.pk]))
-    assert (
-        login(other_reviewer)
-        .post(reverse("review:correct", args=[second.pk]), correction())
-        .status_code
-        == 302
-    )
+    decider = login(reviewer)
+    decider.get(reverse("review:packet", args=[first.pk]))  # deciding holds the lock
+    decider.post(reverse("review:validate", args=[first.pk]))
+    omar = login(other_reviewer)
+    omar.get(reverse("review:packet", args=[second.pk]))
+    assert omar.post(reverse("review:correct", args=[second.pk]), correction()).status_code == 302
     now = timezone.now()
     for packet, hours in ((first, 2), (second, 4)):
         # The decision keeps when its packet was escalated (metrics read reviews alone).
@@ -574,7 +579,9 @@ def test_metrics_are_shared_for_a_minute_then_computed_again(admin_user, reviewe
     from django.core.cache import cache
 
     first = make_packet(sha="1")
-    login(reviewer).post(reverse("review:validate", args=[first.pk]))
+    decider = login(reviewer)
+    decider.get(reverse("review:packet", args=[first.pk]))  # deciding holds the lock
+    decider.post(reverse("review:validate", args=[first.pk]))
     admin = login(admin_user)
     before = admin.get(reverse("review:metrics"))
     assert before.context["decided"]["escalated"] == 1 and 'id="metrics-as-of"' in before.text

@@ -27,7 +27,7 @@ from tests.review.conftest import (
     pdf_packet,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("page_panel")]
 
 
 def login(user):
