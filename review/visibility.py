@@ -257,7 +257,9 @@ ROUTES: dict[str, str] = {
     # the JSON API (tokens: the documents their user submitted)
     "api/v1/": NO_LABELS,
     "api/v1/openapi.json": NO_LABELS,
-    "api/v1/documents/": NO_LABELS,  # submit: answers with the new document's id
+    # POST submits (answers with the new document's id); GET lists documents with their
+    # labels, each asked (api/listing.py), label filters leaving blind documents out.
+    "api/v1/documents/": ASKS,
     "api/v1/documents/<uuidstr:document_id>/": ASKS,
     "api/v1/documents/<uuidstr:document_id>/result/": ASKS,  # 409 "checking" while blind
     "api/v1/documents/<uuidstr:document_id>/fhir/": ASKS,
