@@ -346,7 +346,7 @@ _SSN_RE = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])")
 _ID_SHAPE_RES = [
     re.compile(r"(?<![\w-])[A-Z]{1,5}\d{0,4}(?:-[A-Z0-9]+)*-\d{3,}[A-Z0-9-]*(?![\w-])"),
     re.compile(r"(?<![\w-])[A-Z]{1,4}\d{6,}[A-Z]?(?![\w-])"),
-    re.compile(r"(?<![^\W_]|[.,/-])\d{7,}(?![^\W_]|[.,/-]|,\d)"),
+    re.compile(r"(?<![^\W_]|[.,/-])\d{7,}(?![^\W_]|[,/-]|[.,]\d)"),
     # NHI-like: three or four capitals and four or five digits (ABC1234).
     re.compile(r"(?<![\w-])[A-Z]{2,4}\d{4,5}[A-Z]?(?![\w-])"),
 ]
