@@ -29,7 +29,7 @@ from typing import Any
 import pycrfsuite
 
 from engine.deid import lexicon
-from engine.deid.spans import Phi
+from engine.deid.spans import NAME, Phi
 
 # Letters and digits, or any one other visible character: "note_demo.pdf" is four tokens
 # (the underscore separates, as it does for a reader).
@@ -205,11 +205,34 @@ class Model:
         if not spans:
             return []
         labels = self._tagger().tag(feats)
-        return [
-            Phi(a, b, label, "crf")
-            for (a, b), label in zip(spans, labels, strict=True)
-            if label != OUTSIDE
-        ]
+        return _spans(text, spans, labels)
+
+
+def _spans(text: str, tokens: Sequence[tuple[int, int]], labels: Sequence[str]) -> list[Phi]:
+    """Runs of tokens with one label, on one line, as spans (a name word by word, so each
+    gets its own surrogate as the rules' do); punctuation at either end of a run is left out,
+    and a run of punctuation alone is no PHI (a surrogate for "," is ",")."""
+    out: list[Phi] = []
+    run: list[tuple[int, int]] = []
+    kind = OUTSIDE
+
+    def close() -> None:
+        words = [t for t in run if text[t[0] : t[1]][:1].isalnum()]
+        if kind == NAME:
+            out.extend(Phi(a, b, NAME, "crf") for a, b in words)
+        elif words:
+            out.append(Phi(words[0][0], words[-1][1], kind, "crf"))
+
+    for (a, b), label in zip(tokens, labels, strict=True):
+        if run and (label != kind or "\n" in text[run[-1][1] : a]):
+            close()
+            run = []
+        if label != OUTSIDE:
+            run.append((a, b))
+        kind = label
+    if run:
+        close()
+    return out
 
 
 _lock = threading.Lock()
