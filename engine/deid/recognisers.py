@@ -487,11 +487,12 @@ _POSTCODE_RES = [
     re.compile(r"(?<![\w])[A-Z]{1,2}\d[A-Z\d]?[ \t]?\d[A-Z]{2}(?![\w])"),
     re.compile(r"(?<![\w])[A-Z]\d[A-Z][ \t]?\d[A-Z]\d(?![\w])"),
 ]
-# "Springfield IL", "Springfield, IL": a town before a state's abbreviation.
+# "Springfield IL": a town before a state's abbreviation. Not MD, PA, DE, OR, IN, ME, OK,
+# HI, CO: after a name they are a credential or a word ("Tobias Vandermeer, MD").
 _CITY_ABBR_RE = re.compile(
-    r"(?<![\w])(?P<city>[A-Z][a-z]+(?:[ \t][A-Z][a-z]+)?),?[ \t]+"
-    r"(?:AL|AK|AZ|AR|CA|CO|CT|DE|FL|GA|HI|IA|IL|IN|KS|KY|LA|MA|MD|ME|MI|MN|MO|MS|MT|NC|ND|NE|NH|"
-    r"NJ|NM|NV|NY|OH|OK|OR|PA|RI|SC|SD|TN|TX|UT|VA|VT|WA|WI|WV|WY)(?![\w])"
+    r"(?<![\w])(?P<city>[A-Z][a-z]+(?:[ \t][A-Z][a-z]+)?)[ \t]+"
+    r"(?:AL|AK|AZ|AR|CA|CT|FL|GA|IA|IL|KS|KY|LA|MA|MI|MN|MO|MS|MT|NC|ND|NE|NH|"
+    r"NJ|NM|NV|NY|OH|RI|SC|SD|TN|TX|UT|VA|VT|WA|WI|WV|WY)(?![\w])"
 )
 
 
