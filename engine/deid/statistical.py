@@ -224,7 +224,9 @@ def _spans(text: str, tokens: Sequence[tuple[int, int]], labels: Sequence[str]) 
             out.append(Phi(words[0][0], words[-1][1], kind, "crf"))
 
     for (a, b), label in zip(tokens, labels, strict=True):
-        if run and (label != kind or "\n" in text[run[-1][1] : a]):
+        gap = text[run[-1][1] : a] if run else ""
+        ends = bool(run) and text[run[-1][0] : run[-1][1]] in ".;" and gap.isspace()
+        if run and (label != kind or "\n" in gap or ends):  # a line or a sentence ends a run
             close()
             run = []
         if label != OUTSIDE:
