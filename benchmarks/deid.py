@@ -3,6 +3,7 @@ scoring a detector on them (manage.py bench_deid)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -114,12 +115,70 @@ def from_physionet(
         phi[(patient, note)].append(
             {"start": begin, "end": stop, "type": PHYSIONET_TYPES.get(category, category)}
         )
-    keep = {"all": (0, 1), "odd": (1,), "even": (0,)}[patients]
     return [
         {"doc_id": f"{patient}-{note}", "text": text, "phi": phi[(patient, note)]}
         for (patient, note), text in notes.items()
-        if int(patient) % 2 in keep
+        if _in_part(patient, patients)
     ]
+
+
+def physionet_split(patient: str) -> str:
+    """The frozen split of the PhysioNet notes, by patient (never by note: one patient's
+    notes share names): "test" for a quarter of the patients, chosen by a hash of the
+    patient number, "dev" for the rest. Frozen before the statistical recogniser was built."""
+    digest = int(hashlib.sha256(f"patient:{patient}".encode()).hexdigest(), 16)
+    return "test" if digest % 4 == 0 else "dev"
+
+
+def _in_part(patient: str, part: str) -> bool:
+    if part in ("dev", "test"):
+        return physionet_split(patient) == part
+    return int(patient) % 2 in {"all": (0, 1), "odd": (1,), "even": (0,)}[part]
+
+
+# The types Vetted removes; YEAR, LOCATION (institutions, cities, states) and OTHER are kept
+# or not Vetted's, and reported apart.
+REMOVED = ("NAME", "DATE", "ID", "PHONE", "ADDRESS", "EMAIL", "URL", "AGE")
+
+
+def removed_recall(report: dict[str, Any]) -> dict[str, Any]:
+    """Recall over the gold tokens of the removed types only."""
+    rows = [report["per_type"][t] for t in REMOVED if t in report["per_type"]]
+    support = sum(r["support"] for r in rows)
+    removed = sum(round((r["recall"] or 0) * r["support"]) for r in rows)
+    return {"recall": round(removed / support, 4) if support else None, "support": support}
+
+
+def training_records(files: Sequence[Path]) -> Iterator[tuple[str, list[Phi]]]:
+    """(text, gold spans of the removed types) from gold JSONL files, then the generated
+    notes the default model learns from."""
+    from engine.deid import synthetic
+
+    for path in files:
+        for record in read_jsonl(path):
+            yield record["text"], [s for s in gold_spans(record) if s.type in REMOVED]
+    yield from synthetic.corpus()
+
+
+def generated(family: str) -> Iterator[dict[str, Any]]:
+    """The generated gold of one template family (engine.deid.synthetic), as JSONL records."""
+    from engine.deid import synthetic
+
+    for number, (text, gold) in enumerate(synthetic.corpus(family=family, count=400, seed=7)):
+        yield {
+            "doc_id": f"generated-{family}-{number}",
+            "text": text,
+            "phi": [{"start": s.start, "end": s.end, "type": s.type} for s in gold],
+        }
+
+
+def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> int:
+    count = 0
+    with path.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            count += 1
+    return count
 
 
 # -- detectors to compare --------------------------------------------------------------------

@@ -412,6 +412,9 @@ LLM_WAIT_MAX_HOURS = env_float("LLM_WAIT_MAX_HOURS", 24.0)
 # without it, a key derived from SECRET_KEY. Changing either changes every surrogate.
 LLM_DEIDENTIFY = env_bool("LLM_DEIDENTIFY", False)
 DEID_KEY = env_str("DEID_KEY")
+# A site model for the statistical PHI recogniser (manage.py bench_deid --train); without it,
+# the model trained from Vetted's generated notes.
+DEID_MODEL = env_str("DEID_MODEL")
 # The independent gate: the second classifier's agreement stands in for the same-model LLM
 # checks when its own confidence is at least this (0 = always, above 1 = never).
 GATE_CONFIRM_CONFIDENCE = env_float("GATE_CONFIRM_CONFIDENCE", 0.5)

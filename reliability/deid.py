@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from django.conf import settings
 
-from engine.deid import Surrogates
+from engine.deid import Surrogates, statistical
 from engine.deid.llm import DeidentifyingClient
 
 C = TypeVar("C")
@@ -26,7 +26,20 @@ def deid_key() -> bytes:
     return hmac.new(settings.SECRET_KEY.encode(), b"vetted-deid", hashlib.sha256).digest()
 
 
+_configured: list[str] = []
+
+
+def configure_model() -> None:
+    """The statistical recogniser's model as the settings say (DEID_MODEL, a site model), set
+    once per process and again when the setting changes."""
+    path = str(getattr(settings, "DEID_MODEL", "") or "")
+    if _configured != [path]:
+        statistical.configure(path or None)
+        _configured[:] = [path]
+
+
 def surrogates() -> Surrogates:
+    configure_model()
     return Surrogates(deid_key())
 
 

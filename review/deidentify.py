@@ -66,7 +66,7 @@ class ExportScrub:
         row = dict(record)
         for key in TEXT_KEYS:
             if isinstance(row.get(key), str):
-                row[key] = scrub.scrub(row[key])
+                row[key] = scrub.filename(row[key]) if key == "filename" else scrub.scrub(row[key])
         row["classification"] = scrub_json(row.get("classification"), scrub)
         row["fields"] = scrub_json(row.get("fields"), scrub)
         if with_text and with_text in row:

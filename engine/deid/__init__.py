@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
 
+from engine.deid import lexicon, statistical
 from engine.deid.detect import Vocabulary, detect
 from engine.deid.spans import NAME, TYPES, Phi, resolve
 from engine.deid.surrogates import Surrogates
 
 # Bump when the recognisers or the surrogates change what an export or a prompt holds:
 # exports record it, and a new version means new prompts (and response-cache misses).
-VERSION = "1"
+VERSION = "2"
 METHOD = "vetted-deid"
 
 __all__ = [
@@ -55,8 +56,8 @@ def describe() -> str:
     except metadata.PackageNotFoundError:  # pragma: no cover - a dependency
         names = "?"
     return (
-        f"{METHOD} {VERSION}: Vetted's rule-based recognisers and US Census 1990 first names "
-        f"(names {names}); consistent keyed surrogates"
+        f"{METHOD} {VERSION}: Vetted's rule-based recognisers, US Census 1990 names "
+        f"(names {names}) and a CRF ({statistical.describe()}); consistent keyed surrogates"
     )
 
 
@@ -165,3 +166,29 @@ class DocumentScrub:
 
     def restore(self, text: str) -> str:
         return self.pseudonyms.restore(text)
+
+    def filename(self, name: str) -> str:
+        """A file name de-identified: what ``scrub`` finds, and any word of its stem that is a
+        Census first name or surname ("quillen_marisol_path.pdf"); the extension stays."""
+        if not name:
+            return name
+        dot = name.rfind(".")
+        stem_end = dot if dot > 0 and len(name) - dot <= 6 else len(name)
+        found = self.spans(name, keep=[(stem_end, len(name))])
+        covered = {i for s in found for i in range(s.start, s.end)}
+        for match in re.finditer(r"[^\W\d_]+", name[:stem_end]):
+            word = match.group()
+            if (
+                match.start() not in covered
+                and len(word) >= 3
+                and not lexicon.is_not_a_name(word)
+                and (lexicon.is_first_name(word) or lexicon.is_surname(word))
+            ):
+                found.append(Phi(match.start(), match.end(), NAME, "filename"))
+        out, at = [], 0
+        for span in resolve(found):
+            out.append(name[at : span.start])
+            out.append(self.pseudonyms.surrogate(span.type, span.text(name)))
+            at = span.end
+        out.append(name[at:])
+        return "".join(out)

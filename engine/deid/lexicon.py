@@ -139,3 +139,17 @@ def first_names() -> frozenset[str]:
 
 def is_first_name(word: str) -> bool:
     return word.lower() in first_names()
+
+
+@cache
+def surnames() -> frozenset[str]:
+    """The commonest 20,000 surnames of the US Census 1990 list the ``names`` package ships
+    (beyond them the list is mostly rare spellings of words). Lowercased; common and
+    clinical words left out."""
+    text = (resources.files(NAME_LIST_PACKAGE) / "dist.all.last").read_text(encoding="utf-8")
+    found = {line.split()[0].lower() for line in text.splitlines()[:20000] if line.strip()}
+    return frozenset(found - _not_names())
+
+
+def is_surname(word: str) -> bool:
+    return word.lower() in surnames()

@@ -26,6 +26,12 @@ INITIAL = rf"[{_UPPER}]\.?"
 # Up to four words, middle initials allowed ("Marisol A.", "Tobias J. Vandermeer").
 FULL_NAME = rf"{WORD}(?:[ \t]+(?:{INITIAL}[ \t]+)?{WORD}){{0,3}}"
 LAST_FIRST = rf"{WORD}(?:[ -]{WORD})?,[ \t]*{WORD}(?:[ \t]+{INITIAL})?(?![\w])"
+# After a label, words joined by one space: two spaces or a tab end the field ("Pt: Alex
+# Demo   Hospital number: 1234"), so the next field's words are not read as the name's.
+TIGHT_NAME = rf"{WORD}(?: (?:{INITIAL} )?{WORD}){{0,3}}"
+# Letters of a script other than Latin: a name, wherever it stands in a Latin-script text.
+_NON_LATIN = r"[^\W\d_A-Za-z\u00c0-\u024f]"
+FOREIGN_NAME = rf"{_NON_LATIN}+(?:[ \t·.]{_NON_LATIN}+){{0,3}}"
 
 CREDENTIALS = (
     r"M\.?D|D\.?O|R\.?N|NP|N\.P|PA-C|P\.?A|Ph\.?D|MBBS|MBChB|DNP|APRN|CNP|CRNA|CNM|PharmD|"
@@ -63,7 +69,7 @@ GREETINGS = (
 
 _NAME_LABEL_RE = re.compile(
     rf"(?<![\w])(?i:{NAME_LABELS})\s*(?:[:#(]|\s-\s)[ \t]*(?:\(?[ \t]*)"
-    rf"(?:(?:{TITLES})\.?[ \t]+)?(?P<name>{LAST_FIRST}|{FULL_NAME})"
+    rf"(?:(?:{TITLES})\.?[ \t]+)?(?P<name>{LAST_FIRST}|{TIGHT_NAME}|{FOREIGN_NAME})"
 )
 _TITLE_RE = re.compile(
     rf"(?<![\w])(?:{TITLES})(?:\.[ \t]*|[ \t]+)(?P<name>{FULL_NAME}(?:[ \t]+and[ \t]+{WORD})?)"
@@ -82,12 +88,13 @@ _LAST_FIRST_RE = re.compile(
     rf"(?:[ \t]+{INITIAL})?)(?![\w])"
 )
 _RELATION_RE = re.compile(
-    rf"(?<![\w])(?i:{RELATIONS})\b(?:\(\?\))?[ \t]*[,-]?[ \t]*\n?[ \t]*,?(?:named[ \t]+|is[ \t]+)?"
+    rf"(?<![\w])(?i:{RELATIONS})\b(?:\(\?\))?[ \t]*[,:(-]?[ \t]*\n?[ \t]*,?"
+    rf"(?:named[ \t]+|is[ \t]+)?"
     rf"(?P<name>{WORD}(?:[ \t]+{WORD})?(?:[ \t]+and[ \t]+{WORD})?)"
 )
 # "son bill", "dtr suzette": a lower-case word after a relation, when it is no common word.
 _RELATION_LOWER_RE = re.compile(
-    rf"(?<![\w])(?i:{RELATIONS})\b[ \t]*[,-]?[ \t]*,?(?P<name>[a-z][a-z'\u2019-]+)(?![\w])"
+    rf"(?<![\w])(?i:{RELATIONS})\b[ \t]*[,:(-]?[ \t]*,?(?P<name>[a-z][a-z'\u2019-]+)(?![\w])"
 )
 # A signature line: a name and a credential, alone on their line ("JON DEVAUX RRT").
 _SIGNATURE_LINE_RE = re.compile(
@@ -191,6 +198,24 @@ def _names(text: str) -> Iterator[Phi]:
             and not (following and lexicon.is_institution_word(following.group(1)))
         ):
             yield from _name_tokens(text, *match.span("name"), "name-list", strict=True)
+
+
+_NON_LATIN_WORD_RE = re.compile(rf"{_NON_LATIN}+")
+
+
+def _foreign_names(text: str) -> Iterator[Phi]:
+    """In a text written in Latin script, words in another script are names (王伟, Иван
+    Петров): a clinical document in English quotes other scripts for a person's name far
+    more often than for anything else, and a wrong guess costs a word, not a patient."""
+    found = list(_NON_LATIN_WORD_RE.finditer(text))
+    if not found:
+        return
+    foreign = sum(m.end() - m.start() for m in found)
+    latin = sum(1 for c in text if c.isalpha()) - foreign
+    if latin < foreign and len(found) > 4:
+        return  # a text in that script: its words are not all names
+    for match in found:
+        yield Phi(*match.span(), NAME, "script")
 
 
 # -- dates --------------------------------------------------------------------------------------
@@ -307,7 +332,9 @@ ID_LABELS = (
     r"Barcode|Container|Sample\s*(?:ID|#|No\.?)|Specimen|Report\s*(?:ID|#|No\.?)|Study\s*(?:ID|#)|"
     r"Exam\s*(?:ID|#)|Control\s*(?:#|No\.?)|Confirmation\s*(?:#|No\.?|Number)|Ticket\s*(?:#|No\.?)"
 )
-_ID_VALUE = r"(?=[A-Z0-9-]*\d)[A-Z0-9](?:[A-Z0-9]|[-/.](?=[A-Z0-9])){2,30}"
+# Letters and digits joined by - / . : or one space before a digit ("123 456 789"): the
+# whole number, never its first group only.
+_ID_VALUE = r"(?=[A-Z0-9-]*\d)[A-Z0-9](?:[A-Z0-9]|[-/.:](?=[A-Z0-9])| (?=\d{2,}\b)){2,30}"
 _LABELLED_ID_RE = re.compile(
     rf"(?<![\w])(?:{ID_LABELS})[ \t]*(?:[:#=]|\bis\b)?[ \t]*(?:#[ \t]*)?"
     rf"(?P<id>{_ID_VALUE})(?![\w])",
@@ -319,8 +346,27 @@ _SSN_RE = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])")
 _ID_SHAPE_RES = [
     re.compile(r"(?<![\w-])[A-Z]{1,5}\d{0,4}(?:-[A-Z0-9]+)*-\d{3,}[A-Z0-9-]*(?![\w-])"),
     re.compile(r"(?<![\w-])[A-Z]{1,4}\d{6,}[A-Z]?(?![\w-])"),
-    re.compile(r"(?<![\w.,/-])\d{7,}(?![\w.,/-]|,\d)"),
+    re.compile(r"(?<![^\W_]|[.,/-])\d{7,}(?![^\W_]|[,/-]|[.,]\d)"),
+    # NHI-like: three or four capitals and four or five digits (ABC1234).
+    re.compile(r"(?<![\w-])[A-Z]{2,4}\d{4,5}[A-Z]?(?![\w-])"),
 ]
+# Any other run of letters and digits joined by - / : . with at least six digits, one group
+# of four or more, and no date's shape: SP:21:004471, 2021/00457, H21-4471/3.
+_ID_JOINED_RE = re.compile(
+    r"(?<![^\W_]|[-/:.])[A-Z0-9]+(?:[-/:.][A-Z0-9]+)+(?![^\W_]|[-/:]|\.[A-Z0-9])", re.IGNORECASE
+)
+_DATE_SHAPE_RE = re.compile(r"^\d{1,4}([-/.])\d{1,2}\1\d{1,4}$")
+
+
+def _joined_id(value: str) -> bool:
+    groups = re.split(r"[-/:.]", value)
+    digits = sum(c.isdigit() for c in value)
+    return (
+        digits >= 6
+        and any(len(g) >= 4 and g.isdigit() for g in groups)
+        and not _DATE_SHAPE_RE.match(value)
+        and not re.fullmatch(r"\d+\.\d+", value)  # a measurement
+    )
 
 
 def _ids(text: str) -> Iterator[Phi]:
@@ -331,6 +377,12 @@ def _ids(text: str) -> Iterator[Phi]:
     for pattern in _ID_SHAPE_RES:
         for match in pattern.finditer(text):
             yield Phi(*match.span(), ID, "id-shape")
+    for match in _ID_JOINED_RE.finditer(text):
+        value = match.group()
+        while re.search(r"[-/:.][A-Za-z]+$", value):
+            value = re.sub(r"[-/:.][A-Za-z]+$", "", value)  # "20210314.pdf": not the extension
+        if _joined_id(value):
+            yield Phi(match.start(), match.start() + len(value), ID, "id-shape")
 
 
 # -- phone numbers ------------------------------------------------------------------------------
@@ -340,9 +392,11 @@ _PHONE_RES = [
         r"(?<![\w+])(?:\+?1[ \t.-]?)?(?:\(\d{3}\)[ \t]?|\d{3}[ \t.-])\d{3}[ \t.-]\d{4}(?!\d)"
     ),
     re.compile(r"(?<![\w+])\+\d{1,3}[ \t.-]\(?\d{1,4}\)?(?:[ \t.-]?\d{2,4}){2,4}(?!\d)"),
+    # A national number with its trunk 0, in two or three groups: 0161 496 0958, 09 555 0142.
+    re.compile(r"(?<![\w+/.])\(?0\d{1,4}\)?[ \t-]\d{3,4}(?:[ \t-]\d{3,4})?(?![\w/]|\.\d)"),
     # Written loosely: "212- 476- 8356", "201/324/1423", "(201-223-4567", "202 2671093".
     re.compile(
-        r"(?<![\w+/.])\(?\d{3}\)?[ \t]?[-./]?[ \t]?\d{3}[ \t]?[-./]?[ \t]?\d{4}(?![\w/.]|\.\d)"
+        r"(?<![\w+/.])\(?\d{3}\)?[ \t]?[-./]?[ \t]?\d{3}[ \t]?[-./]?[ \t]?\d{4}(?![\w/]|\.\d)"
     ),
 ]
 _EXTENSION_RE = re.compile(r"(?<![\w])(?:ext\.?|extension)[ \t]*(?P<ext>\d{2,6})(?!\d)", re.I)
@@ -395,6 +449,9 @@ _UNIT_RE = re.compile(
     r"(?<![\w])(?:Apt|Apartment|Suite|Ste|Unit|Room|Rm|Floor|Fl|Bldg|Building|#)\.?[ \t]*"
     r"#?[ \t]*[A-Z0-9]{1,6}(?![\w])"
 )
+_UNIT_BEFORE_RE = re.compile(
+    r"(?<![\w])(?:Flat|Apt|Apartment|Unit|Suite|Ste)\.?[ \t]*[A-Z0-9]{1,5},?[ \t]*$", re.IGNORECASE
+)
 _PO_BOX_RE = re.compile(r"(?<![\w])P\.?[ \t]*O\.?[ \t]*Box[ \t]+\d+(?![\w])", re.IGNORECASE)
 _CITY_STATE_ZIP_RE = re.compile(
     rf"(?P<city>{WORD}(?:[ \t]+{WORD}){{0,2}}),[ \t]*(?:{STATES})\.?,?[ \t]+"
@@ -408,9 +465,67 @@ _ZIP_AFTER_STATE_RE = re.compile(
 )
 
 
+# By context: whatever follows an address label, to the end of its field.
+_ADDRESS_LABEL_RE = re.compile(
+    r"(?<![\w])(?i:(?:home\s+|postal\s+|mailing\s+|street\s+)?address|addr|adresse|"
+    r"lives\s+at|living\s+at|resides\s+at|residing\s+at|residence)\b[ \t]*[:\-]?[ \t]*"
+    r"(?P<address>[^\n:]*?\d[^\n:]*?|[A-Z][^\n:]*?)(?=[ \t]{2,}|\t|\n|$| with\b| and\b|\.(?:\s|$))"
+)
+# By shape, whatever the country: a number and a street word in several languages, then
+# the town and postcode that follow after commas ("12 rue des Lilas, 75011 Paris").
+_STREET_ANY_RE = re.compile(
+    r"(?<![\w])\d{1,5}[a-zA-Z]?,?[ \t]+(?i:rue|avenue|av\.|boulevard|bd|chemin|all[ée]e|impasse|"
+    r"place|quai|calle|avenida|via|viale|strasse|straße|weg|laan|straat|street|road|lane|drive|"
+    r"way|crescent|close|terrace|court|place)\b[^\n,;]*"
+)
+_ADDRESS_TAIL_RE = re.compile(
+    r"(?:,[ \t]*(?:[A-Z][\w'-]+(?:[ \t][A-Z][\w'-]+){0,2}|\d{4,5}(?:[ \t][A-Z][\w'-]+)?|"
+    r"[A-Z]{1,2}\d[A-Z\d]?[ \t]?\d[A-Z]{2})){1,3}(?:[ \t]+\d{4,5}\b)?"
+)
+# A UK postcode (LS6 2AB, SW1A 1AA), a Canadian one (K1A 0B1).
+_POSTCODE_RES = [
+    re.compile(r"(?<![\w])[A-Z]{1,2}\d[A-Z\d]?[ \t]?\d[A-Z]{2}(?![\w])"),
+    re.compile(r"(?<![\w])[A-Z]\d[A-Z][ \t]?\d[A-Z]\d(?![\w])"),
+]
+# "Springfield IL": a town before a state's abbreviation. Not MD, PA, DE, OR, IN, ME, OK,
+# HI, CO: after a name they are a credential or a word ("Tobias Vandermeer, MD").
+_CITY_ABBR_RE = re.compile(
+    r"(?<![\w])(?P<city>[A-Z][a-z]+(?:[ \t][A-Z][a-z]+)?)[ \t]+"
+    r"(?:AL|AK|AZ|AR|CA|CT|FL|GA|IA|IL|KS|KY|LA|MA|MI|MN|MO|MS|MT|NC|ND|NE|NH|"
+    r"NJ|NM|NV|NY|OH|RI|SC|SD|TN|TX|UT|VA|VT|WA|WI|WV|WY)(?![\w])"
+)
+
+
 def _addresses(text: str) -> Iterator[Phi]:
+    for match in _ADDRESS_LABEL_RE.finditer(text):
+        value = match.group("address").rstrip(" ,;")
+        if value and not lexicon.is_not_a_name(value.split()[0]):
+            start = match.start("address")
+            yield Phi(start, start + len(value), ADDRESS, "address-label")
+    for match in _STREET_ANY_RE.finditer(text):
+        end = match.end()
+        tail = _ADDRESS_TAIL_RE.match(text, end)
+        if tail:
+            end = tail.end()
+        value = text[match.start() : end].rstrip(" ,;")
+        yield Phi(match.start(), match.start() + len(value), ADDRESS, "street")
+    for pattern in _POSTCODE_RES:
+        for match in pattern.finditer(text):
+            if any(c.isdigit() for c in match.group()[-3:]):
+                yield Phi(*match.span(), ADDRESS, "postcode")
+    for match in _CITY_ABBR_RE.finditer(text):
+        words = match.group("city").split()
+        if not any(lexicon.is_not_a_name(w) or lexicon.is_institution_word(w) for w in words):
+            yield Phi(*match.span("city"), ADDRESS, "city")
     for match in _STREET_RE.finditer(text):
         yield Phi(*match.span(), ADDRESS, "street")
+        tail = _ADDRESS_TAIL_RE.match(text, match.end())
+        if tail:  # the town and postcode after it; the comma stays
+            begin = tail.start() + len(tail.group()) - len(tail.group().lstrip(", \t"))
+            yield Phi(begin, tail.end(), ADDRESS, "street")
+        unit = _UNIT_BEFORE_RE.search(text[max(0, match.start() - 20) : match.start()])
+        if unit:
+            yield Phi(match.start() - len(unit.group()), match.start(), ADDRESS, "unit")
         tail = _UNIT_RE.match(
             text, match.end() + len(text[match.end() :]) - len(text[match.end() :].lstrip(" ,\t"))
         )
@@ -464,6 +579,7 @@ def _emails_and_urls(text: str) -> Iterator[Phi]:
 
 RECOGNISERS: tuple[Callable[[str], Iterator[Phi]], ...] = (
     _names,
+    _foreign_names,
     _dates,
     _ages,
     _ids,

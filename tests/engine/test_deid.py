@@ -39,7 +39,10 @@ def test_a_clinical_header_gives_names_dates_identifiers_phones_and_addresses():
     assert spans["40022871"] == spans["S24-118734"] == "ID"
     assert spans["02/11/1958"] == spans["09/03/2024"] == "DATE"
     assert spans["(608) 555-0142"] == "PHONE"
-    assert spans["418 Larchmont Avenue"] == spans["Fairhaven"] == spans["02719"] == "ADDRESS"
+    # "lives at" takes the whole address as one span (version 2): each part is inside it.
+    address = " | ".join(k for k, v in spans.items() if v == "ADDRESS")
+    for part in ("418 Larchmont Avenue", "Fairhaven", "02719"):
+        assert part in address, part
     assert spans["ingrid.q@example.net"] == "EMAIL"
     assert spans["93"] == "AGE"
     assert "MA" not in spans and "A." not in spans  # states and initials stay

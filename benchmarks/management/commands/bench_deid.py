@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -44,13 +45,58 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--patients",
-            choices=("all", "odd", "even"),
+            choices=("all", "odd", "even", "dev", "test"),
             default="all",
-            help="with --from-physionet: every note, or odd or even patient numbers",
+            help="with --from-physionet: every note, odd or even patient numbers, or the "
+            "frozen split by a hash of the patient number (test: a quarter of the patients)",
         )
         parser.add_argument("--write", help="where a conversion writes its JSONL")
+        parser.add_argument(
+            "--generated",
+            choices=("train", "held"),
+            help="write the generated gold (engine.deid.synthetic) of these templates to --write",
+        )
+        parser.add_argument(
+            "--model",
+            help="score with this statistical model (a file from --train) instead of the default",
+        )
+        parser.add_argument(
+            "--train",
+            metavar="OUT",
+            help="train a site model on FILE(s) (gold JSONL) and the generated notes, write it "
+            "to OUT (use it with DEID_MODEL=OUT); nothing is scored",
+        )
+        parser.add_argument(
+            "--train-default",
+            action="store_true",
+            help="train the default model from the generated notes into engine/deid/data/",
+        )
+        parser.add_argument("more", nargs="*", help="further gold JSONL files for --train")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        from engine.deid import statistical
+
+        if options["train_default"]:
+            statistical.train_default(statistical.SHIPPED)
+            self.stderr.write(f"Wrote {statistical.SHIPPED} ({statistical.fingerprint()})")
+            return
+        if options["train"]:
+            files = [Path(f) for f in [options["file"], *options["more"]] if f]
+            started = time.perf_counter()
+            statistical.train(deid.training_records(files), Path(options["train"]))
+            self.stderr.write(
+                f"Wrote {options['train']} from {len(files)} file(s) and the generated notes "
+                f"in {time.perf_counter() - started:.0f} s"
+            )
+            return
+        if options["model"]:
+            statistical.configure(options["model"])
+        if options["generated"]:
+            if not options["write"]:
+                raise CommandError("--generated needs --write OUT.jsonl.")
+            deid.write_jsonl(Path(options["write"]), deid.generated(options["generated"]))
+            if not options["file"]:
+                return
         if options["from_markup"] or options["from_physionet"]:
             self._convert(options)
             if not options["file"]:
@@ -64,9 +110,16 @@ class Command(BaseCommand):
             records = list(deid.read_jsonl(path))
         except (ValueError, json.JSONDecodeError) as exc:
             raise CommandError(f"Not a gold JSONL file: {exc}") from None
+        started = time.perf_counter()
         scored = deid.score(records, deid.detector(options["detector"]))
+        elapsed = time.perf_counter() - started
         report = scored.report()
+        report["ms_per_document"] = round(1000 * elapsed / max(1, len(records)), 1)
+        report["ms_per_kb"] = round(
+            1000 * elapsed / max(1, sum(len(r["text"]) for r in records) / 1000), 2
+        )
         report["detector"] = options["detector"]
+        report["removed_types"] = deid.removed_recall(report)
         report["file"] = str(path)
         self.stdout.write(_table(report))
         if options["errors"]:
@@ -117,4 +170,14 @@ def _table(report: dict[str, Any]) -> str:
         f"{'overall':10s} {_figure(report['recall'])} {_figure(report['precision']):>9s} "
         f"{tokens['gold']:8d}"
     )
+    removed = report.get("removed_types")
+    if removed:
+        lines.append(
+            f"{'removed':10s} {_figure(removed['recall'])} {'':>9s} {removed['support']:8d}"
+            "   (the types Vetted removes: not YEAR, LOCATION, OTHER)"
+        )
+    if "ms_per_document" in report:
+        lines.append(
+            f"{report['ms_per_document']} ms per document, {report['ms_per_kb']} ms per KB"
+        )
     return "\n".join(lines) + "\n"
