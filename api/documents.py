@@ -220,9 +220,9 @@ def result(request: HttpRequest, document_id: UUID, history: JsonBool = False) -
         )
     truth, packet, run = standing.truth, standing.packet, standing.run
     classification = truth.classification if truth else {}
-    extractions = (
-        list(Extraction.objects.filter(run=run).order_by("segment_index")) if truth and run else []
-    )
+    # The fields the run extracted, also while the document awaits review (the machine's,
+    # with the issues that sent it to a clinician); the type is the label's alone.
+    extractions = list(Extraction.objects.filter(run=run).order_by("segment_index")) if run else []
     warnings = [w for e in extractions for w in e.warnings]
     warnings += [e.refused_reason for e in extractions if e.refused_reason]
     if document.quality_message:

@@ -208,7 +208,7 @@ def test_okta_group_push_gives_and_takes_the_role_and_the_token_follows_at_once(
     assert added.status_code == 200, added.body
     assert [m["value"] for m in added.body["members"]] == [user_id]
     assert role_names(user) == {REVIEWERS} and not user.is_staff
-    assert api_status(key) == (404, "")  # live: the document is unknown
+    assert api_status(key) == (404, "not_found")  # live: the document is unknown
     assert scim("get", f"Users/{user_id}").body["groups"][0]["display"] == "vetted-clinicians"
 
     removed = scim(

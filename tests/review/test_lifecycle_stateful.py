@@ -461,7 +461,7 @@ def test_ground_truth_lifecycle_holds_under_random_interleavings(
     # Examples as the profile says ("ci": 25); steps few enough for the CI's 10 minutes.
     Lifecycle.reached = Counter()
     run_state_machine_as_test(
-        Lifecycle, settings=hypothesis_settings(hypothesis_settings(), stateful_step_count=10)
+        Lifecycle, settings=hypothesis_settings(hypothesis_settings(), stateful_step_count=14)
     )
     print(dict(Lifecycle.reached))
     # The examples reached the transitions that matter (the profile is derandomized).
