@@ -13,7 +13,9 @@ import pytest
 from benchmarks import page_bench
 from benchmarks.management.commands import bench_pages
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# A benchmark of first paint and image latency: a minute of Chromium timings, in the long
+# profile (scripts/test.sh --long); what the pages show is tested in CI by the other e2e tests.
+pytestmark = [pytest.mark.browser, pytest.mark.long, pytest.mark.django_db(transaction=True)]
 
 
 def test_bench_pages_measures_first_paint_and_image_latency_without_and_with_prerendering(
