@@ -52,6 +52,7 @@ def contract_run(url: str, token: str, tmp_path: Path) -> subprocess.CompletedPr
         text=True,
         timeout=600,
         env={**os.environ, "NO_COLOR": "1"},
+        cwd=tmp_path,  # schemathesis keeps a cache of what it found in its working directory
     )
 
 
