@@ -185,8 +185,8 @@ def test_result_after_a_rerun_of_an_escalated_document_still_awaits_review(clien
     assert answer["review"]["status"] == "pending"
 
 
-def test_result_says_provisional_while_a_check_is_open_for_its_decider(client, auth, lims):
-    document = ready_document("FINAL DIAGNOSIS: benign.", uploaded_by=lims, sha="p")
+def accepted(document, doc_type, state):
+    """An accepted run of ``document`` and the machine label it wrote, in ``state``."""
     run = Run.objects.create(
         document=document,
         preset="clinical",
@@ -196,14 +196,20 @@ def test_result_says_provisional_while_a_check_is_open_for_its_decider(client, a
         status=Run.Status.COMPLETED,
         final_decision="AUTO_ACCEPT",
     )
-    GroundTruth.objects.create(
+    truth = GroundTruth.objects.create(
         document=document,
         run=run,
         source=GroundTruth.Source.AUTO_ACCEPTED,
-        state=GroundTruth.State.FINAL,
-        dominant_type="pathology",
-        classification={"dominant_type_overall": "pathology", "segments": []},
+        state=state,
+        dominant_type=doc_type,
+        classification={"dominant_type_overall": doc_type, "segments": []},
     )
+    return run, truth
+
+
+def test_result_gives_a_final_label_its_state_source_and_version(client, auth, lims):
+    document = ready_document("FINAL DIAGNOSIS: benign.", uploaded_by=lims, sha="p")
+    accepted(document, "pathology", GroundTruth.State.FINAL)
     answer = body(client.get(f"/api/v1/documents/{document.pk}/result/", **auth))
     assert answer["label"] == {"state": "final", "source": "AUTO_ACCEPTED", "version": 1}
     assert answer["type"] == "pathology"
@@ -239,23 +245,7 @@ def test_the_list_shows_only_the_callers_documents_and_filters(
 
 def test_a_label_filter_cannot_tell_a_hidden_label_by_elimination(client, auth, lims):
     document = ready_document("x", uploaded_by=lims, sha="h")
-    run = Run.objects.create(
-        document=document,
-        preset="clinical",
-        classifier="offline",
-        model="m",
-        prompt_version="p",
-        status=Run.Status.COMPLETED,
-        final_decision="AUTO_ACCEPT",
-    )
-    truth = GroundTruth.objects.create(
-        document=document,
-        run=run,
-        source=GroundTruth.Source.AUTO_ACCEPTED,
-        state=GroundTruth.State.PROVISIONAL,
-        dominant_type="radiology",
-        classification={"dominant_type_overall": "radiology", "segments": []},
-    )
+    run, truth = accepted(document, "radiology", GroundTruth.State.PROVISIONAL)
     AuditSample.objects.create(
         run=run,
         document=document,
