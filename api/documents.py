@@ -27,6 +27,7 @@ from api.schemas import (
     Submitted,
     TruthSource,
     errors,
+    json_boolean,
     submit_form_schema,
 )
 from core.errors import Refused
@@ -61,14 +62,15 @@ def _options(request: HttpRequest) -> ProcessingOptions:
     else:
         raw = {k: v for k, v in request.POST.items() if k != "options"}
         for name, field in ProcessingOptions.model_fields.items():
-            # A form's boolean is true or false, as the schema says, in any case (a generated
-            # client sends Python's "True"); pydantic would also read 0, 1, yes, no, on, off.
-            if field.annotation is bool and raw.get(name, "true").lower() not in ("true", "false"):
+            # A form's boolean is spelled as a query string's (a generated client sends "True").
+            if field.annotation is not bool or name not in raw:
+                continue
+            try:
+                json_boolean(raw[name])
+            except ValueError as exc:
                 raise Refused(
-                    status=400,
-                    message=f"Invalid options: {name}: use true or false.",
-                    code="invalid_options",
-                )
+                    status=400, message=f"Invalid options: {name}: {exc}.", code="invalid_options"
+                ) from None
     try:
         return ProcessingOptions.model_validate(raw)
     except ValidationError as exc:

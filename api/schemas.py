@@ -38,7 +38,7 @@ def _iso_date(value: Any) -> Any:
 IsoDate = Annotated[date, BeforeValidator(_iso_date)]
 
 
-def _json_boolean(value: Any) -> Any:
+def json_boolean(value: Any) -> Any:
     """A boolean in a query string or form field is ``true`` or ``false`` (in any case), as
     the schema says (pydantic would also read 0, 1, yes, no, on and off)."""
     if isinstance(value, str) and value.lower() not in ("true", "false"):
@@ -46,7 +46,7 @@ def _json_boolean(value: Any) -> Any:
     return value
 
 
-JsonBool = Annotated[bool, BeforeValidator(_json_boolean)]
+JsonBool = Annotated[bool, BeforeValidator(json_boolean)]
 
 
 class Error(Schema):

@@ -280,3 +280,21 @@ def _upload(name, content):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     return SimpleUploadedFile(name, content)
+
+
+@pytest.mark.parametrize("value,status", [("True", 202), ("false", 202), ("1", 400), ("yes", 400)])
+def test_a_form_boolean_is_true_or_false_in_any_case(client, auth, value, status):
+    response = client.post(
+        "/api/v1/documents/",
+        {
+            "file": _upload(f"b-{value}.pdf", text_pdf([*REPORT, [value]])),
+            "enable_reliability_loop": value,
+        },
+        **auth,
+    )
+    assert response.status_code == status, response.content
+    if status == 400:
+        assert body(response) == {
+            "error": "Invalid options: enable_reliability_loop: use true or false.",
+            "code": "invalid_options",
+        }
