@@ -84,8 +84,10 @@ def test_a_killed_ocr_child_leaves_no_temporary_files(settings, tmp_path, monkey
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     # Tesseract on a full page of text rendered at 600 dpi takes several seconds; a 300 dpi page
-    # of 16 lines took 0.8 s on an idle machine, so the child was not always killed.
-    settings.SANDBOX_PAGE_SECONDS = 1
+    # of 16 lines took 0.8 s on an idle machine, so the child was not always killed. The limit
+    # leaves the drawing at 600 dpi time to finish on a loaded machine (at 1 s the child was
+    # once killed before tesseract started), and tesseract still needs longer.
+    settings.SANDBOX_PAGE_SECONDS = 3
     settings.OCR_DPI = 600
     scan = image_pdf(["RADIOLOGY REPORT", "FINDINGS: The lungs are clear."] * 20, dpi=300)
     seen: set[str] = set()
