@@ -212,8 +212,19 @@ def packet_open(*, packet: ReviewPacket, user: Any) -> bool:
         .filter(lock_available(user, now))
         .update(locked_by=user, lock_expires_at=expires, status=ReviewPacket.Status.IN_REVIEW)
     )
-    packet.refresh_from_db()
-    return bool(taken)
+    if taken:
+        # The row holds exactly these now. Not read again: refresh_from_db would also drop
+        # the document and run loaded with the packet, and the page would read them again.
+        packet.locked_by, packet.lock_expires_at = user, expires
+        packet.status = ReviewPacket.Status.IN_REVIEW
+        return True
+    # Someone else holds it, or it was decided since it was read: its lock as it is now,
+    # with the holder's name (one read; the packet's other fields do not change here).
+    packet.refresh_from_db(
+        fields=["status", "locked_by", "lock_expires_at"],
+        from_queryset=ReviewPacket.objects.select_related("locked_by"),
+    )
+    return False
 
 
 def packet_release(*, packet: ReviewPacket, user: Any) -> bool:
