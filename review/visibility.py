@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import CharField, Exists, IntegerField, OuterRef, Q, QuerySet, Value
 
-from documents.models import Document
 from review.models import AuditSample, SecondReview
 
 SEE_ALL = "review.see_all_labels"
@@ -66,28 +65,40 @@ def _checks(user: Any, document: Any) -> tuple[QuerySet[AuditSample], QuerySet[S
     return audit, second
 
 
+_BLIND_AUDIT = "blind-audit"  # a pending audit's row in label_view's read (no check's kind)
+_NO_ONE = Value(None, IntegerField())  # an audit's row has no participants
+
+
 def label_view(user: Any, document: Any) -> LabelView:
-    """What ``user`` may see of ``document``'s labels now: one query, whatever the number of
-    checks (the same rule as ``blind_documents``)."""
+    """What ``user`` may see of ``document``'s labels now (the rule of ``blind_documents``,
+    for one document). One read, however many checks are open: the pending audit, if any,
+    and the open second reviews with their participants, as one UNION of two index ranges
+    (cheaper to build than EXISTS subqueries, and one round trip instead of two)."""
     if sees_all(user):
         return ALL
-    audit, second = _checks(user, OuterRef("pk"))
-    found = (
-        Document.objects.filter(pk=getattr(document, "pk", document))
-        .annotate(
-            audit=Exists(audit),
-            human=Exists(second),
-            machine=Exists(second.filter(kind=SecondReview.Kind.AUDIT)),
-        )
-        .values_list("audit", "human", "machine")
+    document_id = getattr(document, "pk", document)
+    audit = (
+        AuditSample.objects.filter(document_id=document_id, status=AuditSample.Status.PENDING)
         .order_by()
+        .values_list(Value(_BLIND_AUDIT, CharField()), _NO_ONE, _NO_ONE)
     )
-    audit_open, human_hidden, machine_hidden = next(iter(found), (False, False, False))
-    if audit_open:
-        return LabelView(human=False, machine=False, why=AUDIT_OPEN)
-    if human_hidden:
-        return LabelView(human=False, machine=not machine_hidden, why=SECOND_OPEN)
-    return ALL
+    seconds = (
+        SecondReview.objects.filter(document_id=document_id, status__in=SecondReview.OPEN_STATUSES)
+        .order_by()
+        .values_list("kind", "first_by_id", "second_reviewer_id")
+    )
+    human = machine = True
+    for kind, first_by, second_by in seconds.union(audit, all=True):
+        if kind == _BLIND_AUDIT:
+            return LabelView(human=False, machine=False, why=AUDIT_OPEN)
+        if user.pk is not None and user.pk in (first_by, second_by):
+            continue  # a participant: the first decider, or the second reviewer once assigned
+        human = False
+        if kind == SecondReview.Kind.AUDIT:
+            machine = False
+    if human and machine:
+        return ALL
+    return LabelView(human=human, machine=machine, why=SECOND_OPEN)
 
 
 def blind_documents(user: Any) -> Q:
