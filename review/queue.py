@@ -238,17 +238,11 @@ def queue_counts(*, user: Any = None) -> dict[str, int]:
     # Opening and releasing packets does not change the generation: count those live, in one
     # read of a range of the status index as long as the number of packets being reviewed
     # right now (and, of them, those another reviewer's unexpired lock holds).
-    live = ReviewPacket.objects.filter(status=ReviewPacket.Status.IN_REVIEW).aggregate(
-        in_review=Count("pk"),
-        held_by_others=Count(
-            "pk",
-            filter=Q(locked_by__isnull=False, lock_expires_at__gt=timezone.now())
-            & ~Q(locked_by=getattr(user, "pk", None)),
-        ),
-    )
-    counts["in_review"] = live["in_review"]
+    live: dict[str, Count] = {"in_review": Count("pk")}
     if user is not None:
-        counts["held_by_others"] = live["held_by_others"]
+        held = Q(locked_by__isnull=False, lock_expires_at__gt=timezone.now())
+        live["held_by_others"] = Count("pk", filter=held & ~Q(locked_by=user.pk))
+    counts |= ReviewPacket.objects.filter(status=ReviewPacket.Status.IN_REVIEW).aggregate(**live)
     counts["pending"] = max(counts["open"] - counts["in_review"], 0)
     return counts
 
