@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import BooleanField, Q, QuerySet
+from django.db.models import BooleanField, Count, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
@@ -218,8 +218,9 @@ def _today() -> datetime:
     return timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def queue_counts() -> dict[str, int]:
-    """Open, pending, in review, open with a BLOCKER, and decided today."""
+def queue_counts(*, user: Any = None) -> dict[str, int]:
+    """Open, pending, in review, open with a BLOCKER, and decided today; with ``user``, also
+    ``held_by_others``: the packets other reviewers hold right now (for :func:`my_progress`)."""
     today = _today()
 
     def standing() -> dict[str, int]:
@@ -234,9 +235,14 @@ def queue_counts() -> dict[str, int]:
         }
 
     counts = dict(_cached(f"counts:{today.date().isoformat()}", standing))
-    # Opening and releasing packets does not change the generation: count those live (a range
-    # of the status index as long as the number of packets being reviewed right now).
-    counts["in_review"] = ReviewPacket.objects.filter(status=ReviewPacket.Status.IN_REVIEW).count()
+    # Opening and releasing packets does not change the generation: count those live, in one
+    # read of a range of the status index as long as the number of packets being reviewed
+    # right now (and, of them, those another reviewer's unexpired lock holds).
+    live: dict[str, Count] = {"in_review": Count("pk")}
+    if user is not None:
+        held = Q(locked_by__isnull=False, lock_expires_at__gt=timezone.now())
+        live["held_by_others"] = Count("pk", filter=held & ~Q(locked_by=user.pk))
+    counts |= ReviewPacket.objects.filter(status=ReviewPacket.Status.IN_REVIEW).aggregate(**live)
     counts["pending"] = max(counts["open"] - counts["in_review"], 0)
     return counts
 
@@ -269,24 +275,15 @@ def issue_code_choices() -> list[str]:
     return _cached("codes", compute)
 
 
-def my_progress(user: Any, *, open_total: int) -> dict[str, int]:
+def my_progress(user: Any, *, counts: dict[str, int]) -> dict[str, int]:
     """A reviewer's own day: decisions standing since midnight, and packets waiting that
     they could take (open and not locked by someone else: the open count less the few packets
-    other reviewers hold right now)."""
-    held_by_others = (
-        ReviewPacket.objects.filter(
-            status=ReviewPacket.Status.IN_REVIEW,
-            locked_by__isnull=False,
-            lock_expires_at__gt=timezone.now(),
-        )
-        .exclude(locked_by=user)
-        .count()
-    )
+    other reviewers hold right now). ``counts``: :func:`queue_counts` for this user."""
     return {
         "decided_today": Review.objects.filter(
             reviewer=user, finished_at__gte=_today(), withdrawn_at__isnull=True
         ).count(),
-        "waiting": max(open_total - held_by_others, 0),
+        "waiting": max(counts["open"] - counts["held_by_others"], 0),
     }
 
 
@@ -295,7 +292,7 @@ def workspace_progress(user: Any) -> dict[str, int]:
     packet's number in their day (decisions standing since midnight, plus one), ``of`` that
     plus the packets still waiting for them after it, ``left_today`` those packets (the packet
     held is one of the packets waiting, so it is not counted twice)."""
-    mine = my_progress(user, open_total=queue_counts()["open"])
+    mine = my_progress(user, counts=queue_counts(user=user))
     at = mine["decided_today"] + 1
     left = max(mine["waiting"] - 1, 0)
     return {"at": at, "of": at + left, "left_today": left}

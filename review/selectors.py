@@ -11,11 +11,13 @@ from django.conf import settings
 from django.db.models import (
     Avg,
     BooleanField,
+    Case,
     Count,
     DurationField,
     Exists,
     ExpressionWrapper,
     F,
+    JSONField,
     Min,
     OuterRef,
     Q,
@@ -23,6 +25,7 @@ from django.db.models import (
     Subquery,
     Sum,
     Value,
+    When,
 )
 from django.utils import timezone
 
@@ -237,20 +240,25 @@ def packet_workspace(packet: ReviewPacket, output: ClassificationOutput) -> dict
     """Everything the one-screen packet page shows: issues and evidence (each snippet once),
     and the document page by page with the evidence placed on it."""
     document = packet.document
+    wanted = {g["found_page"] for g in packet.grounding if g["found_page"]}
+    # One read of the pages, word boxes only for the pages evidence was found on (a page's
+    # boxes are as long as its words).
     page_rows = list(
         Page.objects.filter(document_id=packet.document_id)
         .defer("boxes", "block_types", "hidden_text")  # hidden text: admins only
+        .annotate(
+            evidence_boxes=Case(
+                When(number__in=wanted, then=F("boxes")),
+                default=Value([], JSONField()),
+                output_field=JSONField(),
+            )
+        )
         .order_by("number")
     )
-    wanted = {g["found_page"] for g in packet.grounding if g["found_page"]}
-    boxes = dict(
-        Page.objects.filter(document_id=packet.document_id, number__in=wanted).values_list(
-            "number", "boxes"
-        )
-    )
+    boxes = {row.number: row.evidence_boxes for row in page_rows if row.number in wanted}
     for row in page_rows:
-        row.boxes = boxes.get(row.number, [])
-    by_number = {p.number: p for p in page_rows}
+        row.boxes = row.evidence_boxes
+    by_number: dict[int, Page] = {p.number: p for p in page_rows}
     evidence = evidence_items(packet, by_number)
     issues = packet_issues(packet, output, evidence)
     segment_of = {

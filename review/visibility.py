@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import CharField, Exists, IntegerField, OuterRef, Q, QuerySet, Value
 
 from review.models import AuditSample, SecondReview
 
@@ -52,30 +52,49 @@ def sees_all(user: Any) -> bool:
     return bool(user.has_perm(SEE_ALL))
 
 
-def _participants(second: SecondReview) -> set[int]:
-    people = {second.first_by_id}
-    if second.second_reviewer_id is not None:
-        people.add(second.second_reviewer_id)
-    return {p for p in people if p is not None}
+def _checks(user: Any, document: Any) -> tuple[QuerySet[AuditSample], QuerySet[SecondReview]]:
+    """The open checks of ``document`` (a value or an ``OuterRef``) that hide its labels from
+    ``user``: a pending blind audit, and open second reviews they take no part in (neither
+    the first decider nor, once assigned, the second reviewer)."""
+    audit = AuditSample.objects.filter(document=document, status=AuditSample.Status.PENDING)
+    second = (
+        SecondReview.objects.filter(document=document, status__in=SecondReview.OPEN_STATUSES)
+        .exclude(first_by_id=user.pk)
+        .exclude(second_reviewer_id=user.pk)
+    )
+    return audit, second
+
+
+_BLIND_AUDIT = "blind-audit"  # a pending audit's row in label_view's read (no check's kind)
+_NO_ONE = Value(None, IntegerField())  # an audit's row has no participants
 
 
 def label_view(user: Any, document: Any) -> LabelView:
-    """What ``user`` may see of ``document``'s labels now."""
+    """What ``user`` may see of ``document``'s labels now (the rule of ``blind_documents``,
+    for one document). One read, however many checks are open: the pending audit, if any,
+    and the open second reviews with their participants, as one UNION of two index ranges
+    (cheaper to build than EXISTS subqueries, and one round trip instead of two)."""
     if sees_all(user):
         return ALL
     document_id = getattr(document, "pk", document)
-    if AuditSample.objects.filter(
-        document_id=document_id, status=AuditSample.Status.PENDING
-    ).exists():
-        return LabelView(human=False, machine=False, why=AUDIT_OPEN)
+    audit = (
+        AuditSample.objects.filter(document_id=document_id, status=AuditSample.Status.PENDING)
+        .order_by()
+        .values_list(Value(_BLIND_AUDIT, CharField()), _NO_ONE, _NO_ONE)
+    )
+    seconds = (
+        SecondReview.objects.filter(document_id=document_id, status__in=SecondReview.OPEN_STATUSES)
+        .order_by()
+        .values_list("kind", "first_by_id", "second_reviewer_id")
+    )
     human = machine = True
-    for second in SecondReview.objects.filter(
-        document_id=document_id, status__in=SecondReview.OPEN_STATUSES
-    ):
-        if user.pk in _participants(second):
-            continue
+    for kind, first_by, second_by in seconds.union(audit, all=True):
+        if kind == _BLIND_AUDIT:
+            return LabelView(human=False, machine=False, why=AUDIT_OPEN)
+        if user.pk is not None and user.pk in (first_by, second_by):
+            continue  # a participant: the first decider, or the second reviewer once assigned
         human = False
-        if second.kind == SecondReview.Kind.AUDIT:
+        if kind == SecondReview.Kind.AUDIT:
             machine = False
     if human and machine:
         return ALL
@@ -87,12 +106,7 @@ def blind_documents(user: Any) -> Q:
     all (anything under an open check they take no part in). Empty for Admins."""
     if sees_all(user):
         return Q(pk__in=[])
-    audit = AuditSample.objects.filter(document=OuterRef("pk"), status=AuditSample.Status.PENDING)
-    second = (
-        SecondReview.objects.filter(document=OuterRef("pk"), status__in=SecondReview.OPEN_STATUSES)
-        .exclude(first_by_id=user.pk)
-        .exclude(second_reviewer_id=user.pk)
-    )
+    audit, second = _checks(user, OuterRef("pk"))
     return Q(Exists(audit)) | Q(Exists(second))
 
 
@@ -100,16 +114,7 @@ def blind_truth(user: Any) -> Q:
     """The same filter on ``GroundTruth`` (through its document)."""
     if sees_all(user):
         return Q(pk__in=[])
-    audit = AuditSample.objects.filter(
-        document=OuterRef("document"), status=AuditSample.Status.PENDING
-    )
-    second = (
-        SecondReview.objects.filter(
-            document=OuterRef("document"), status__in=SecondReview.OPEN_STATUSES
-        )
-        .exclude(first_by_id=user.pk)
-        .exclude(second_reviewer_id=user.pk)
-    )
+    audit, second = _checks(user, OuterRef("document"))
     return Q(Exists(audit)) | Q(Exists(second))
 
 

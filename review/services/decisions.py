@@ -197,23 +197,33 @@ def run_outcome_record(
 
 def packet_open(*, packet: ReviewPacket, user: Any) -> bool:
     """Record the view and take (or renew) the lock when it is free. True if the user holds it."""
-    audit_record(
-        user=user,
-        action=AuditEvent.Action.VIEWED_PACKET,
-        obj=packet,
-        detail={"document": str(packet.document_id), "status": packet.status},
-    )
-    if packet.status == ReviewPacket.Status.COMPLETED:
-        return False
     now = timezone.now()
     expires = now + timedelta(minutes=settings.REVIEW_LOCK_MINUTES)
-    taken = (
-        ReviewPacket.objects.filter(pk=packet.pk, status__in=ReviewPacket.OPEN_STATUSES)
-        .filter(lock_available(user, now))
-        .update(locked_by=user, lock_expires_at=expires, status=ReviewPacket.Status.IN_REVIEW)
+    viewed = {"document": str(packet.document_id), "status": packet.status}
+    if packet.status == ReviewPacket.Status.COMPLETED:
+        audit_record(user=user, action=AuditEvent.Action.VIEWED_PACKET, obj=packet, detail=viewed)
+        return False
+    # The view and the lock in one commit: one flush of the log per page view, not two.
+    with transaction.atomic():
+        audit_record(user=user, action=AuditEvent.Action.VIEWED_PACKET, obj=packet, detail=viewed)
+        taken = (
+            ReviewPacket.objects.filter(pk=packet.pk, status__in=ReviewPacket.OPEN_STATUSES)
+            .filter(lock_available(user, now))
+            .update(locked_by=user, lock_expires_at=expires, status=ReviewPacket.Status.IN_REVIEW)
+        )
+    if taken:
+        # The row holds exactly these now. Not read again: refresh_from_db would also drop
+        # the document and run loaded with the packet, and the page would read them again.
+        packet.locked_by, packet.lock_expires_at = user, expires
+        packet.status = ReviewPacket.Status.IN_REVIEW
+        return True
+    # Someone else holds it, or it was decided since it was read: its lock as it is now,
+    # with the holder's name (one read; the packet's other fields do not change here).
+    packet.refresh_from_db(
+        fields=["status", "locked_by", "lock_expires_at"],
+        from_queryset=ReviewPacket.objects.select_related("locked_by"),
     )
-    packet.refresh_from_db()
-    return bool(taken)
+    return False
 
 
 def packet_release(*, packet: ReviewPacket, user: Any) -> bool:

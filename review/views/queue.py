@@ -28,10 +28,10 @@ from review.views.common import (
 @login_required
 def queue(request: HtmxHttpRequest) -> HttpResponse:
     require_permission(request, "review.review_packets")
-    counts = review_queue.queue_counts()
+    counts = review_queue.queue_counts(user=request.user)
     context: dict[str, Any] = {
         "counts": counts,
-        "mine": review_queue.my_progress(request.user, open_total=counts["open"]),
+        "mine": review_queue.my_progress(request.user, counts=counts),
     }
     if request.htmx and request.htmx.target == "queue-counts":  # the 10-second refresh
         return render(request, "review/queue.html#queue-counts", context)

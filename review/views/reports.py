@@ -109,10 +109,10 @@ def my_work(request: HtmxHttpRequest) -> HttpResponse:
     for them, and their day so far. Read from an index of their own decisions: not cached."""
     if not request.user.has_perm("review.audit_runs"):
         require_permission(request, "review.review_packets")
-    counts = review_queue.queue_counts()
+    counts = review_queue.queue_counts(user=request.user)
     context = {
         "reviewers": analytics.reviewer_analytics(reviewer=request.user),
-        "mine": review_queue.my_progress(request.user, open_total=counts["open"]),
+        "mine": review_queue.my_progress(request.user, counts=counts),
         "lock_minutes": settings.REVIEW_LOCK_MINUTES,
     }
     return render(request, "review/me.html", context)
