@@ -78,18 +78,38 @@ def test_uploaded_files_are_readable_by_the_server_user_only(pathology_pdf, medi
     assert path.parent.stat().st_mode & 0o777 == 0o700
 
 
+def _drawing_seconds(pdf: bytes, *, dpi: int) -> float:
+    """Seconds to draw the first page at ``dpi`` and write it as PNG, as OCR does first."""
+    import io
+
+    import pypdfium2 as pdfium
+
+    started = time.monotonic()
+    document = pdfium.PdfDocument(pdf)
+    try:
+        image = document[0].render(scale=dpi / 72).to_pil()
+        image.save(io.BytesIO(), format="PNG")
+    finally:
+        document.close()
+    return time.monotonic() - started
+
+
 @pytest.mark.skipif(not tesseract_available(), reason="needs tesseract")
 def test_a_killed_ocr_child_leaves_no_temporary_files(settings, tmp_path, monkeypatch):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    # Tesseract on a full page of text rendered at 600 dpi takes several seconds; a 300 dpi page
-    # of 16 lines took 0.8 s on an idle machine, so the child was not always killed. The limit
-    # leaves the drawing at 600 dpi time to finish on a loaded machine (at 1 s the child was
-    # once killed before tesseract started), and tesseract still needs longer.
-    settings.SANDBOX_PAGE_SECONDS = 3
+    # The child is killed at the page limit while tesseract works. The limit is set from how
+    # long this machine takes to draw and write that page right now: a fixed one killed the
+    # child before tesseract started on a loaded machine, or let tesseract finish on an idle one.
     settings.OCR_DPI = 600
-    scan = image_pdf(["RADIOLOGY REPORT", "FINDINGS: The lungs are clear."] * 20, dpi=300)
+    # 42 full lines. The child draws the page (at most at 600 dpi: less where the page would
+    # pass PAGE_IMAGE_MAX_PIXELS) and writes it out, then tesseract reads it for about as long
+    # again: the limit falls in tesseract's time, idle or loaded.
+    scan = image_pdf(
+        ["FINDINGS: " + "The lungs are clear and there is no pleural effusion. " * 6] * 7, dpi=300
+    )
+    settings.SANDBOX_PAGE_SECONDS = 1.4 * _drawing_seconds(scan, dpi=600)
     seen: set[str] = set()
     stop = threading.Event()
 

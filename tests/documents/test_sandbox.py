@@ -56,7 +56,9 @@ def test_a_loop_is_stopped_by_the_cpu_limit():
     with pytest.raises(SandboxFailed) as failed:
         run_sandboxed(spin, task="t", limits=Limits(memory_mb=64, cpu_seconds=1, wall_seconds=30))
     assert failed.value.reason == "cpu"
-    assert time.monotonic() - started < 5
+    # One CPU second, on a loaded machine several seconds of wall time: well before the wall
+    # limit of 30 s, which would have reported "timeout".
+    assert time.monotonic() - started < 15
 
 
 def test_a_child_that_waits_is_killed_at_the_wall_clock():

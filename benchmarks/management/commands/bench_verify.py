@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from benchmarks import faults
 from benchmarks.evaluation import read_labels
 from benchmarks.hiddengen import METHODS, hidden_pdf
+from benchmarks.splits import split_of
 from documents.ocr import make_tesseract_engine
 from documents.pages import PageContent, UnreadableDocument, extract_pdf
 from documents.services import pages_extract
@@ -78,10 +79,14 @@ class Command(BaseCommand):
         preset = get_preset(options["preset"])
         gate = gate_classifier()
         documents: list[tuple[list[str], str, list[HiddenText]]] = []
+        # The frozen split of each document (benchmarks.splits): the clean false escalations
+        # are counted for both, and only the development split's are named.
+        names_and_splits: list[tuple[str, str]] = []
         for row in read_labels(corpus)[: options["limit"]]:
             path = corpus / row["path"]
             read = pages_extract(name=path.name, data=path.read_bytes())
             documents.append(([p.text for p in read], row["label"], hidden_of(read)))
+            names_and_splits.append((row["path"], split_of(path)))
 
         def context_for(
             pages: list[str], hidden: list[HiddenText] | None = None
@@ -110,6 +115,8 @@ class Command(BaseCommand):
         # confirmed by the structure, overruled by the structure, abstained unconfirmed...
         gate_decisions: Counter[str] = Counter()
         escalated_by: Counter[str] = Counter()
+        by_split: dict[str, Counter[str]] = {"dev": Counter(), "test": Counter()}
+        named: list[str] = []  # the development split's falsely escalated documents
         timings: list[float] = []
         gate_timings: list[float] = []
         usable = 0
@@ -163,8 +170,14 @@ class Command(BaseCommand):
             gate_decisions[_gate_decision(verification.gate_result)] += 1
             outcome = run(clean, pages, hidden)
             clean_decisions[outcome.decision.value] += 1
+            name, split = names_and_splits[number]
+            by_split[split]["outputs"] += 1
             if outcome.decision != Decision.AUTO_ACCEPT:
-                escalated_by.update({i.code for i in outcome.best.verification.issues})
+                codes = sorted({i.code for i in outcome.best.verification.issues})
+                escalated_by.update(codes)
+                by_split[split]["escalated"] += 1
+                if split == "dev":
+                    named.append(f"{name} ({label}): {', '.join(codes)}")
             for fault in faults.FAULTS:
                 output, changed = clean.model_copy(deep=True), list(pages)
                 if fault.apply(output, changed):
@@ -253,6 +266,12 @@ class Command(BaseCommand):
             f"{dict(clean_decisions)}"
         )
         self.stdout.write(f"Clean false-escalation rate: {rate:.2%} ({escalated}/{usable})")
+        for split, counts in by_split.items():
+            share = counts["escalated"] / max(counts["outputs"], 1)
+            kind = "test split" if split == "test" else "dev split (tuned on)"
+            self.stdout.write(f"  {kind}: {share:.2%} ({counts['escalated']}/{counts['outputs']})")
+        for line in named:
+            self.stdout.write(f"  escalated (dev split): {line}")
         self.stdout.write(
             "Gate on clean outputs: "
             + ", ".join(f"{k} {v}" for k, v in sorted(gate_decisions.items()))
@@ -276,6 +295,16 @@ class Command(BaseCommand):
             "decisions": dict(clean_decisions),
             "gate": dict(gate_decisions),
             "escalated_by": dict(escalated_by),
+            "by_split": {
+                split: {
+                    "outputs": counts["outputs"],
+                    "escalated": counts["escalated"],
+                    "false_escalation_rate": round(
+                        counts["escalated"] / max(counts["outputs"], 1), 4
+                    ),
+                }
+                for split, counts in by_split.items()
+            },
         }
         gate_median = statistics.median(gate_timings) if gate_timings else 0.0
         self.stdout.write(
