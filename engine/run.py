@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from engine import pipeline
+from engine import pipeline, schemas
 from engine.classifiers.gemini import FewShotExample, GeminiClassifier
 from engine.comparison import compare
 from engine.document import DocumentContext, HiddenText, SecondOpinion
@@ -17,14 +17,7 @@ from engine.exemplars import ExemplarVote
 from engine.novelty import Novelty, NoveltyIndex
 from engine.protocols import Classifier, LLMClient
 from engine.risk import ThresholdTable, acceptance_score
-from engine.schemas import (
-    ClassificationOutput,
-    Decision,
-    Issue,
-    Severity,
-    make_issue,
-    number_issues,
-)
+from engine.schemas import ClassificationOutput, Decision
 
 LOW_OCR_REASON = "document has low OCR confidence: a clinician must confirm"
 FORM_ISSUE_REASON = "the form has an ERROR issue (such as a wrong tax year): a person must confirm"
@@ -89,7 +82,7 @@ class RunDecision:
     gate: dict[str, Any]  # the gate's summary; empty without a gate
     novelty: Novelty | None
     fields: list[Any]  # the caller's rows from extract_fields
-    form_issues: list[Issue] = field(default_factory=list)  # blockers for the review packet
+    form_issues: list[schemas.Issue] = field(default_factory=list)  # blockers for the review packet
     score: float = 0.0  # the acceptance (risk) score of the best attempt
     codes: list[str] = field(default_factory=list)  # the best attempt's issue codes
     gate_agrees: bool = True
@@ -206,13 +199,13 @@ def form_issues(rows: Sequence[FieldRow]) -> list[tuple[int, dict[str, str]]]:
     ]
 
 
-def form_blockers(rows: Sequence[FieldRow]) -> list[Issue]:
+def form_blockers(rows: Sequence[FieldRow]) -> list[schemas.Issue]:
     """A form's ERROR issues (a wrong tax year) as blockers for the review packet."""
-    return number_issues(
+    return schemas.number_issues(
         [
-            make_issue(
+            schemas.make_issue(
                 "EX",
-                Severity.BLOCKER,
+                schemas.Severity.BLOCKER,
                 issue.get("code", "form_issue"),
                 issue["message"],
                 f"segments[{segment}]",
