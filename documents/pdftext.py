@@ -26,7 +26,7 @@ import operator
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -367,50 +367,36 @@ def _words(chars: list[Char]) -> list[list[Char]]:
         for ch, key in zip(run, keys, strict=True):
             lines.setdefault(clusters[key], []).append(ch)
         for line_id in sorted(lines):
-            if upright:
-                words.extend(_upright_words(sorted(lines[line_id], key=_UPRIGHT_ORDER)))
-            else:
-                words.extend(_turned_words(sorted(lines[line_id], key=_TURNED_ORDER)))
+            order = _UPRIGHT_ORDER if upright else _TURNED_ORDER
+            words.extend(_line_words(sorted(lines[line_id], key=order), upright=upright))
     return words
 
 
-def _upright_words(line: list[Char]) -> list[list[Char]]:
-    """The words of one upright line, sorted by x0: a blank, a step back or a gap wider than
-    the tolerance ends a word."""
+# Where a word runs along its line (start, end) and where it sits across it, as Char fields,
+# and the tolerance each way: upright words run along x, turned words along the page's height.
+_UPRIGHT_AXES = (1, 3, 2, X_TOLERANCE, Y_TOLERANCE)  # x0, x1, top
+_TURNED_AXES = (2, 4, 1, Y_TOLERANCE, X_TOLERANCE)  # top, bottom, x0
+
+
+def _line_words(line: list[Char], *, upright: bool) -> list[list[Char]]:
+    """The words of one line, sorted along it (upright: by x0; turned: top to bottom): a
+    blank, a step back, a gap wider than the tolerance or a move across the line ends a
+    word."""
+    start, end, across, along_tolerance, across_tolerance = (
+        _UPRIGHT_AXES if upright else _TURNED_AXES
+    )
     words: list[list[Char]] = []
-    current: list[Char] = []
-    for ch in line:
+    # Any: a Char's fields are read by position (the axis), which mypy cannot type.
+    current: list[Any] = []
+    for ch in cast("list[Any]", line):
         if ch.text.isspace():
             if current:
                 words.append(current)
             current = []
         elif current and (
-            ch.x0 < current[-1].x0
-            or ch.x0 > current[-1].x1 + X_TOLERANCE
-            or abs(ch.top - current[-1].top) > Y_TOLERANCE
-        ):
-            words.append(current)
-            current = [ch]
-        else:
-            current.append(ch)
-    if current:
-        words.append(current)
-    return words
-
-
-def _turned_words(line: list[Char]) -> list[list[Char]]:
-    """The words of one turned line, read top to bottom: tops instead of x."""
-    words: list[list[Char]] = []
-    current: list[Char] = []
-    for ch in line:
-        if ch.text.isspace():
-            if current:
-                words.append(current)
-            current = []
-        elif current and (
-            ch.top < current[-1].top
-            or ch.top > current[-1].bottom + Y_TOLERANCE
-            or abs(ch.x0 - current[-1].x0) > X_TOLERANCE
+            ch[start] < current[-1][start]
+            or ch[start] > current[-1][end] + along_tolerance
+            or abs(ch[across] - current[-1][across]) > across_tolerance
         ):
             words.append(current)
             current = [ch]

@@ -180,6 +180,23 @@ def _operations(body_operations: Any) -> list[tuple[str, str | None, Any]]:
     return found
 
 
+def _changes(body_operations: Any) -> Iterator[tuple[str, str, Any]]:
+    """(op, path, value) for each change a PATCH asks for, users' and groups' alike: an
+    operation without a path sets each key of its object value. Every operation is checked
+    (_operations) before the first change is made."""
+    for op, path, value in _operations(body_operations):
+        if path is not None:
+            yield op, path, value
+            continue
+        if not isinstance(value, dict):
+            raise exceptions.BadRequestError(
+                "An operation without a path needs an object value.",
+                scim_type="invalidValue",
+            )
+        for key, each in value.items():
+            yield op, str(key), each
+
+
 class ScimUserAdapter(SCIMUser):
     """A SCIM User over an account: userName, externalId, name, emails, active, groups. Other
     attributes a provider sends (title, phone numbers, the enterprise extension) are not
@@ -267,17 +284,8 @@ class ScimUserAdapter(SCIMUser):
 
     def handle_operations(self, operations: Any) -> None:
         data = provisioning.UserData()
-        for op, path, value in _operations(operations):
-            if path is None:
-                if not isinstance(value, dict):
-                    raise exceptions.BadRequestError(
-                        "An operation without a path needs an object value.",
-                        scim_type="invalidValue",
-                    )
-                for key, each in value.items():
-                    self._set(data, op, str(key), each)
-            else:
-                self._set(data, op, path, value)
+        for op, path, value in _changes(operations):
+            self._set(data, op, path, value)
         self.data = data
         self.save()
 
@@ -369,17 +377,8 @@ class ScimGroupAdapter(SCIMGroup):
 
     def handle_operations(self, operations: Any) -> None:
         change = provisioning.GroupChange(add=[], remove=[])
-        for op, path, value in _operations(operations):
-            if path is None:
-                if not isinstance(value, dict):
-                    raise exceptions.BadRequestError(
-                        "An operation without a path needs an object value.",
-                        scim_type="invalidValue",
-                    )
-                for key, each in value.items():
-                    self._set(change, op, str(key), each)
-            else:
-                self._set(change, op, path, value)
+        for op, path, value in _changes(operations):
+            self._set(change, op, path, value)
         self.change = change
         self.save()
 

@@ -18,6 +18,7 @@ from engine.fields.segment import extract_segment
 from engine.fields.templates import Pack, Template
 from engine.llm import run_concurrently
 from engine.protocols import LLMClient
+from engine.run import Prefilled
 from engine.schemas import DOC_TYPES, ClassificationOutput
 from reliability.extraction import (
     POOR_OCR_REASON,
@@ -33,9 +34,6 @@ logger = logging.getLogger(__name__)
 # The options, loop settings and packs are shared with review (reliability.extraction); they are
 # named here too because the API, the commands and the tests know them from this module.
 __all__ = ["POOR_OCR_REASON", "ProcessingOptions", "form_templates", "loop_config", "packs"]
-
-# Fields already given by the classification call, by (start page, end page, type).
-Prefilled = Mapping[tuple[int, int, str], Mapping[str, Mapping[str, Any]]]
 
 
 def classification_templates(document: Document) -> list[Template]:
@@ -183,17 +181,6 @@ def _record_form(row: Extraction, match: FormMatch) -> None:
     row.warnings = [i["message"] for i in match.issues]
     if not match.form_type and match.title:  # a recognised form with nothing filled in
         row.warnings.append(f"{match.title}: {match.message}")
-
-
-def form_issues(rows: list[Extraction]) -> list[tuple[int, dict[str, str]]]:
-    """(segment, issue) for every ERROR a form raised (a wrong tax year): such a run is not
-    accepted without a person."""
-    return [
-        (row.segment_index, issue)
-        for row in rows
-        for issue in row.issues
-        if issue.get("severity") == "ERROR"
-    ]
 
 
 def fields_save(*, run: Run, rows: list[Extraction]) -> list[Extraction]:

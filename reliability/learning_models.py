@@ -5,8 +5,22 @@ Django registers them with the app."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
+
+
+def _trained_model(related_name: str = "+") -> models.ForeignKey[Any, Any]:
+    """A link from an attempt to a trained model that outlives the model (SET_NULL): the
+    candidate, the model active before and the one active after are the same kind of link."""
+    return models.ForeignKey(
+        "reliability.TrainedClassifierModel",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name=related_name,
+    )
 
 
 class LearningAttempt(models.Model):
@@ -40,29 +54,11 @@ class LearningAttempt(models.Model):
     reason = models.TextField(blank=True)
     clinician_labels = models.PositiveIntegerField(default=0)  # when the attempt was made
     ground_truth = models.PositiveIntegerField(default=0)
-    candidate = models.ForeignKey(
-        "reliability.TrainedClassifierModel",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-    )
-    active_before = models.ForeignKey(
-        "reliability.TrainedClassifierModel",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-    )
+    candidate = _trained_model()
+    active_before = _trained_model()
     # The model the thresholds and the novelty reference were computed for (the one active
     # after the attempt).
-    active_after = models.ForeignKey(
-        "reliability.TrainedClassifierModel",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="learning_attempts",
-    )
+    active_after = _trained_model(related_name="learning_attempts")
     # The regression gate: {"candidate": figures, "active": figures, "reasons": [...]}.
     figures = models.JSONField(default=dict, blank=True)
     # engine.risk.RiskThreshold.as_dict() per stratum, and the method's parameters.

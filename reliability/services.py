@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -24,33 +25,25 @@ from core.errors import Refused
 from core.rows import save_fields
 from documents.models import Document
 from engine import llm, pipeline
+from engine import run as engine_run
 from engine.classifiers.gemini import FewShotExample, GeminiClassifier
 from engine.classifiers.offline import OfflineClassifier
 from engine.classifiers.trained import TrainedClassifier
-from engine.comparison import compare
-from engine.document import DocumentContext, HiddenText, SecondOpinion
+from engine.document import HiddenText
 from engine.fields.templates import Template
 from engine.protocols import Classifier, LLMClient
-from engine.risk import acceptance_score
 from engine.schemas import (
     SEVERITY_ORDER,
-    ClassificationOutput,
     Decision,
-    Severity,
-    make_issue,
-    number_issues,
 )
-from engine.schemas import Issue as EngineIssue
 from reliability import deid, hooks, learning, llm_runtime, training
-from reliability.fields import classification_templates, fields_extract, fields_save, form_issues
+from reliability.fields import classification_templates, fields_extract, fields_save
 from reliability.jobs import RUN
 from reliability.learner import ChainResult
 from reliability.models import ApiToken, Attempt, Extraction, Issue, Revocation, Run
 
 logger = logging.getLogger(__name__)
 
-LOW_OCR_REASON = "document has low OCR confidence: a clinician must confirm"
-FORM_ISSUE_REASON = "the form has an ERROR issue (such as a wrong tax year): a person must confirm"
 WAIT_BASE_SECONDS = 15.0  # without a server hint, waits grow 15 s, 30 s, 60 s ... 15 min
 WAIT_MAX_SECONDS = 900.0
 
@@ -262,23 +255,6 @@ def _issue_rows(attempt: Attempt, record: pipeline.AttemptRecord) -> list[Issue]
     ]
 
 
-def _form_issues(extractions: list[Any]) -> list[EngineIssue]:
-    """A form's ERROR issues (a wrong tax year) as blockers for the review packet."""
-    return number_issues(
-        [
-            make_issue(
-                "EX",
-                Severity.BLOCKER,
-                issue.get("code", "form_issue"),
-                issue["message"],
-                f"segments[{segment}]",
-                "Check that the right form (and year) was uploaded.",
-            )
-            for segment, issue in form_issues(extractions)
-        ]
-    )
-
-
 EMPTY_USAGE: dict[str, Any] = {
     "calls": 0,
     "requests": 0,
@@ -290,34 +266,6 @@ EMPTY_USAGE: dict[str, Any] = {
     "seconds": 0.0,
     "log": [],
 }
-
-
-def _gate_summary(
-    second: SecondOpinion | None, gate: Classifier | None, best: pipeline.AttemptRecord
-) -> dict[str, Any]:
-    result = best.verification.gate_result
-    if second is None or gate is None or result is None:
-        return {}
-    return {
-        "classifier": second.name,
-        "version": gate.model,
-        "dominant_type": result.second_type,
-        "confidence": round(result.second_confidence, 3),
-        "agrees": not result.issues,
-        "confirmed": result.confirmed,
-    }
-
-
-def _chain_result(best: pipeline.AttemptRecord, decision: Decision, novelty: Any) -> ChainResult:
-    gate_result = best.verification.gate_result
-    return ChainResult(
-        predicted=best.output.dominant_type_overall.value,
-        decision=decision.value,
-        score=acceptance_score(best.output),
-        novelty=novelty,
-        codes=sorted({i.code for i in best.verification.issues}),
-        gate_agrees=gate_result is None or not gate_result.issues,
-    )
 
 
 def run_execute(*, run_id: int, client: LLMClient | None = None) -> Run | None:
@@ -349,8 +297,45 @@ def hidden_text_of(document: Any) -> list[HiddenText]:
 
 
 def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | None) -> Run:
-    run_id = run.pk
+    """The run in three steps: gather what it needs, the engine's decision, one save."""
     started = time.perf_counter()
+    gathered = run_inputs(run, client=client)
+    if gathered is None:  # the daily budget is spent: the run waits
+        return Run.objects.get(pk=run.pk)
+    inputs, checks = gathered
+    try:
+        decided = engine_run.decide(inputs)
+    except llm.LLMUnavailable as exc:
+        run_wait(
+            run=run,
+            retry_at=_wait_until(exc, run.waits),
+            reason=f"waiting for the language model: {exc}",
+            code=Run.WaitCode.LLM_UNAVAILABLE,
+            usage=_usage(inputs),
+            seconds=time.perf_counter() - started,
+        )
+        return Run.objects.get(pk=run.pk)
+    except llm.LLMError as exc:
+        run_fail(
+            run_id=run.pk,
+            message=f"The language model call failed: {exc}",
+            usage=_usage(inputs),
+            seconds=time.perf_counter() - started,
+            code=Run.ErrorCode.LLM_FAILED,
+        )
+        logger.warning("run %s failed: LLM error %s", run.pk, exc)
+        return Run.objects.get(pk=run.pk)
+    return _run_save(
+        run, claim=claim, inputs=inputs, checks=checks, decided=decided, started=started
+    )
+
+
+def run_inputs(
+    run: Run, *, client: LLMClient | None
+) -> tuple[engine_run.RunInputs, learning.RunChecks] | None:
+    """Load what the run decides on (and the learning checks it was decided with, for its
+    learning record). None when it needs the language model and the daily budget is spent:
+    the run is put aside to wait (run_wait)."""
     document = run.document
     if client is None:
         fresh = (run.config or {}).get("llm_cache") is False
@@ -375,103 +360,61 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
             "spent; the run resumes when the next day starts (00:00 UTC)",
             code=Run.WaitCode.BUDGET,
         )
-        return Run.objects.get(pk=run_id)
+        return None
     preset = get_preset(run.preset)
-    second = SecondOpinion(gate.name, gate.classify(pages)) if gate is not None else None
     # The learning loop's checks (reliability.learning): novelty against the active model's
     # training documents, and the risk-controlled thresholds, which replace the preset's.
     checks = learning.run_checks(primary)
     source = learning.document_source(document)
-    novelty = checks.index.score("\n\n".join(pages)) if checks.index is not None else None
-    context = DocumentContext(
-        pages=pages,
-        llm=client,
-        min_dominant_confidence=0.0
-        if checks.table is not None
-        else pipeline.confidence_threshold(preset, primary),
-        second=second,
-        gate_confirm_confidence=settings.GATE_CONFIRM_CONFIDENCE,
-        novelty=novelty,
-        acceptance=checks.table,
+    inputs = engine_run.RunInputs(
+        pages=tuple(pages),
+        hidden=tuple(hidden_text_of(document)),
+        preset=preset,
+        primary=primary,
+        gate=gate,
+        client=client,
+        examples=tuple(examples),
+        thresholds=checks.table,
+        novelty_index=checks.index,
         source=source,
         exemplar=learning.exemplar_vote(pages=pages, source=source)
         if checks.table is not None
         else None,
-        hidden=hidden_text_of(document),
+        gate_confirm_confidence=settings.GATE_CONFIRM_CONFIDENCE,
+        low_ocr=document.quality == Document.Quality.LOW_OCR,
+        extract_fields=partial(fields_extract, document=document, pages=pages, preset=run.preset)
+        if settings.AUTO_EXTRACT
+        else None,
     )
-    prefilled: dict[tuple[int, int, str], dict[str, Any]] = {}
+    return inputs, checks
 
-    def classify(feedback: str | None) -> tuple[ClassificationOutput, int]:
-        before = client.usage()["calls"] if client is not None else 0
-        if isinstance(primary, GeminiClassifier):
-            output, groups = primary.classify_with_fields(pages, feedback)
-            for group in groups:  # a later answer (a re-ask) replaces an earlier one
-                prefilled[(group.start_page, group.end_page, group.doc_type.value)] = {
-                    f.name: f.model_dump() for f in group.fields
-                }
-        else:
-            output = primary.classify(pages, feedback)
-        return output, (client.usage()["calls"] - before) if client is not None else 0
 
-    try:
-        outcome = pipeline.orchestrate(
-            classify=classify, context=context, preset=preset, can_reask=client is not None
-        )
-        best = outcome.best
-        extractions = (
-            fields_extract(
-                document=document,
-                pages=pages,
-                output=best.output,
-                preset=run.preset,
-                # A model that gave no answer is not asked for the fields either.
-                client=None if best.source == "fallback" else client,
-                prefilled=prefilled,
-                # An escalated run's fields go to a clinician as they are: no more LLM calls.
-                single_pass=client is not None and outcome.decision != Decision.AUTO_ACCEPT,
-            )
-            if settings.AUTO_EXTRACT
-            else []
-        )
-    except llm.LLMUnavailable as exc:
-        usage = client.usage() if client is not None else EMPTY_USAGE
-        run_wait(
-            run=run,
-            retry_at=_wait_until(exc, run.waits),
-            reason=f"waiting for the language model: {exc}",
-            code=Run.WaitCode.LLM_UNAVAILABLE,
-            usage=usage,
-            seconds=time.perf_counter() - started,
-        )
-        return Run.objects.get(pk=run_id)
-    except llm.LLMError as exc:
-        usage = client.usage() if client is not None else EMPTY_USAGE
-        run_fail(
-            run_id=run_id,
-            message=f"The language model call failed: {exc}",
-            usage=usage,
-            seconds=time.perf_counter() - started,
-            code=Run.ErrorCode.LLM_FAILED,
-        )
-        logger.warning("run %s failed: LLM error %s", run_id, exc)
-        return Run.objects.get(pk=run_id)
+def _usage(inputs: engine_run.RunInputs) -> dict[str, Any]:
+    return inputs.client.usage() if inputs.client is not None else EMPTY_USAGE
 
-    decision = outcome.decision
-    stopped = outcome.stopped_reason
-    if decision == Decision.AUTO_ACCEPT and document.quality == Document.Quality.LOW_OCR:
-        decision, stopped = Decision.ESCALATE_TO_SME, LOW_OCR_REASON
-    comparison = compare(
-        best.output, second.output if second else None, name=second.name if second else ""
+
+def _run_save(
+    run: Run,
+    *,
+    claim: jobs.Claim,
+    inputs: engine_run.RunInputs,
+    checks: learning.RunChecks,
+    decided: engine_run.RunDecision,
+    started: float,
+) -> Run:
+    """Store a decided run in one transaction (its attempts, fields, accounting and learning
+    record) and hand the outcome downstream (hooks.run_decided)."""
+    outcome, best, decision, primary = (
+        decided.outcome,
+        decided.best,
+        decided.decision,
+        inputs.primary,
     )
-    extra_issues = _form_issues(extractions)
-    if extra_issues and decision == Decision.AUTO_ACCEPT:
-        decision, stopped = Decision.ESCALATE_TO_SME, FORM_ISSUE_REASON
     # Usage and duration are taken after extraction, so they count its LLM calls too.
-    usage = client.usage() if client is not None else EMPTY_USAGE
-
+    usage = _usage(inputs)
     with transaction.atomic():
         if not claim.holds():
-            raise RunSuperseded(str(run_id))
+            raise RunSuperseded(str(run.pk))
         for record in outcome.attempts:
             attempt = Attempt.objects.create(
                 run=run,
@@ -492,7 +435,7 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
                 note=record.note,
             )
             Issue.objects.bulk_create(_issue_rows(attempt, record))
-        fields_save(run=run, rows=extractions)
+        fields_save(run=run, rows=decided.fields)
         save_fields(
             run,
             **_accounting(run, usage, time.perf_counter() - started),
@@ -500,18 +443,25 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
             final_decision=decision.value,
             attempts_count=len(outcome.attempts),
             best_attempt_number=best.number,
-            stopped_reason=stopped[:200],
+            stopped_reason=decided.stopped_reason[:200],
             classifier=primary.name,
             model=primary.model,
             prompt_version=primary.prompt_version,
-            gate=_gate_summary(second, gate, best),
-            few_shot_ids=[e.key for e in examples],
+            gate=decided.gate,
+            few_shot_ids=[e.key for e in inputs.examples],
             learning=learning.run_summary(
-                _chain_result(best, decision, novelty),
+                ChainResult(
+                    predicted=best.output.dominant_type_overall.value,
+                    decision=decision.value,
+                    score=decided.score,
+                    novelty=decided.novelty,
+                    codes=decided.codes,
+                    gate_agrees=decided.gate_agrees,
+                ),
                 checks=checks,
-                source=source,
-                novelty=novelty,
-                exemplar=context.exemplar,
+                source=inputs.source,
+                novelty=decided.novelty,
+                exemplar=inputs.exemplar,
             ),
             retry_at=None,
             wait_reason="",
@@ -525,27 +475,27 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
                 run=run,
                 outcome=outcome,
                 accepted=decision == Decision.AUTO_ACCEPT,
-                comparison=comparison,
-                extra_issues=extra_issues,
+                comparison=decided.comparison,
+                extra_issues=decided.form_issues,
             )
         ):
             outcome_ids.update(found)
-        decided: dict[str, Any] = {
+        decided_event: dict[str, Any] = {
             "run_id": run.pk,
-            "document_id": str(document.pk),
+            "document_id": str(run.document.pk),
             "decision": decision.value,
             "attempts": len(outcome.attempts),
             **outcome_ids,
         }
         # A provisional answer is under a blind audit: the machine's type stays out of it.
         if outcome_ids.get("state") != "provisional":
-            decided["dominant_type"] = best.output.dominant_type_overall.value
-        events.publish(events.Event.RUN_DECIDED, decided)
+            decided_event["dominant_type"] = best.output.dominant_type_overall.value
+        events.publish(events.Event.RUN_DECIDED, decided_event)
     logger.info(
         "run %s completed: %s (%s), %s attempt(s), %s call(s)",
-        run_id,
+        run.pk,
         decision.value,
-        stopped,
+        decided.stopped_reason,
         len(outcome.attempts),
         usage["calls"],
     )

@@ -436,3 +436,37 @@ def test_a_dense_page_keeps_every_character_and_groups_it_as_pdfplumber_does():
     assert len([ch for ch in chars if not ch.text.isspace()]) == 20 * 667
     assert sum(len(line.text.replace(" ", "")) for line in lines) == 20 * 667
     assert [line.text for line in lines] == _plumber_lines(data)
+
+
+def _line(spec: list[tuple[str, float, float]], *, upright: bool) -> list[pdftext.Char]:
+    """Chars of one line from (text, start, across) along the reading direction, 5 points
+    long: upright, start is x0 and across the top; turned, the two are swapped."""
+    chars = []
+    for index, (text, start, across) in enumerate(spec):
+        if upright:
+            chars.append(pdftext.Char(text, start, across, start + 5, across + 10, True, index))
+        else:
+            chars.append(pdftext.Char(text, across, start, across + 10, start + 5, False, index))
+    return chars
+
+
+def test_a_turned_line_splits_into_words_as_the_same_line_upright_does():
+    # A blank, a gap wider than 3 points, a step back and a move across the line end a word.
+    spec = [
+        ("a", 0, 100),
+        ("b", 5, 100),
+        (" ", 10, 100),
+        ("c", 15, 100),
+        ("d", 24, 100),
+        ("e", 20, 100),
+        ("f", 25, 104),
+        ("g", 30, 104),
+    ]
+    words = {
+        upright: [
+            "".join(ch.text for ch in word)
+            for word in pdftext._line_words(_line(spec, upright=upright), upright=upright)
+        ]
+        for upright in (True, False)
+    }
+    assert words[True] == words[False] == ["ab", "c", "d", "e", "fg"]

@@ -503,3 +503,29 @@ def test_a_superuser_reads_what_was_provisioned_in_admin(superuser):
     groups = client.get("/admin/integrations/scimgroup/").content.decode()
     assert "rita.okafor@hospital.example" in users and "00ujl29u0le5T6Aj10h7" in users
     assert "vetted-clinicians" in groups
+
+
+@pytest.mark.parametrize("kind", ["Users", "Groups"])
+def test_a_patch_without_a_path_needs_an_object_and_changes_nothing_without_one(kind):
+    if kind == "Users":
+        created = scim("post", "Users", OKTA_USER).body
+    else:
+        created = scim(
+            "post", "Groups", {"schemas": [GROUP_SCHEMA], "displayName": "vetted-clinicians"}
+        ).body
+    name = "userName" if kind == "Users" else "displayName"
+    refused = scim(
+        "patch",
+        f"{kind}/{created['id']}",
+        {
+            "schemas": [PATCH_OP],
+            "Operations": [
+                {"op": "replace", "path": name, "value": "renamed"},
+                {"op": "replace", "value": "not an object"},
+            ],
+        },
+    )
+    assert refused.status_code == 400
+    assert refused.body["scimType"] == "invalidValue"
+    assert "needs an object value" in refused.body["detail"]
+    assert scim("get", f"{kind}/{created['id']}").body[name] == created[name]
