@@ -251,9 +251,10 @@ def test_okta_renaming_a_group_to_an_unmapped_name_takes_its_role():
     assert role_names(user) == set() and not user.is_staff
 
 
-def test_okta_deactivation_ends_sessions_and_revokes_tokens_and_put_reactivates():
-    user_id = scim("post", "Users", OKTA_USER).body["id"]
-    user = ScimUser.objects.get(scim_id=user_id).user
+def provisioned_clinician(payload: dict[str, Any]) -> tuple[str, Any]:
+    """A user the identity provider creates and puts in the clinicians' group: its SCIM id and
+    its account."""
+    user_id = scim("post", "Users", payload).body["id"]
     scim(
         "post",
         "Groups",
@@ -263,6 +264,11 @@ def test_okta_deactivation_ends_sessions_and_revokes_tokens_and_put_reactivates(
             "members": [{"value": user_id}],
         },
     )
+    return user_id, ScimUser.objects.get(scim_id=user_id).user
+
+
+def test_okta_deactivation_ends_sessions_and_revokes_tokens_and_put_reactivates():
+    user_id, user = provisioned_clinician(OKTA_USER)
     browser = signed_in(user)
     assert browser.get("/review/").status_code == 200
     key = api_token_create(user=user, name="lims")[1]
@@ -414,17 +420,7 @@ def test_entra_disables_with_the_string_false_and_access_ends_at_once():
 
 
 def test_entra_hard_delete_keeps_the_account_for_the_history_but_ends_it():
-    user_id = scim("post", "Users", ENTRA_USER).body["id"]
-    user = ScimUser.objects.get(scim_id=user_id).user
-    scim(
-        "post",
-        "Groups",
-        {
-            "schemas": [GROUP_SCHEMA],
-            "displayName": "vetted-clinicians",
-            "members": [{"value": user_id}],
-        },
-    )
+    user_id, user = provisioned_clinician(ENTRA_USER)
     key = api_token_create(user=user, name="etl")[1]
     assert scim("delete", f"Users/{user_id}").status_code == 204
     assert scim("get", f"Users/{user_id}").status_code == 404
