@@ -4,6 +4,7 @@ really makes, bench_llm with a stub Gemini server and a real RQ worker."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from io import StringIO
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchmarks import hiddengen
+from benchmarks.splits import split_of
 from documents.models import Document
 from documents.ocr import tesseract_available
 from engine.fields.offline_extractor import ExtractedField
@@ -57,6 +59,12 @@ def test_bench_verify_reports_the_llm_faults_and_false_escalation(corpus, tmp_pa
         fault = figures["faults"][name]
         assert fault["applied"] == 2 * 4  # every document, every wrong type
         assert fault["detected"] == 1.0 and fault["escalated"] == 1.0
+    # The clean outputs by frozen split: each document counted in the split its hash gives.
+    splits = Counter(split_of(path) for path in sorted((corpus / "docs").iterdir()))
+    assert figures["clean"].pop("by_split") == {
+        split: {"outputs": splits[split], "escalated": 0, "false_escalation_rate": 0.0}
+        for split in ("dev", "test")
+    }
     assert figures["clean"] == {
         "outputs": 2,
         "escalated": 0,
