@@ -83,6 +83,7 @@ class Vocabulary:
         return re.compile(r"(?<![^\W_])(?:" + "|".join(parts) + r")(?![^\W_])")
 
 
+_INITIAL_BEFORE_RE = re.compile(r"(?<![\w.'/-])[^\W\d_]\.?[ \t]+$")
 _NEXT_RE = re.compile(r"(?:,)?[ \t]([^\W\d_][^\W\d_'\u2019-]*)")
 _PREV_RE = re.compile(r"([^\W\d_][^\W\d_'\u2019-]*),?[ \t]$")
 
@@ -123,6 +124,11 @@ def widen(text: str, spans: list[Phi]) -> list[Phi]:
             start = span.start - len(before.group())
             if not covered[start] and _name_like(before.group(1), like):
                 added.append(Phi(start, start + len(before.group(1)), NAME, "beside-name"))
+        initial = _INITIAL_BEFORE_RE.search(text[max(0, span.start - 6) : span.start])
+        if initial and not covered[span.start - len(initial.group())]:
+            # "B. KARGAS", "barbara j. parrilli", "J SMITH": the initial tells who it was.
+            start = span.start - len(initial.group())
+            added.append(Phi(start, start + 1, NAME, "beside-name"))
     fresh = [a for a in added if (a.start, a.end) not in taken]
     return resolve([*spans, *fresh]) if fresh else spans
 

@@ -107,6 +107,18 @@ _GREETING_RE = re.compile(
 _I_NAME_RE = re.compile(rf"(?<![\w])I,[ \t]+(?P<name>{FULL_NAME}),")
 _LISTED_RE = re.compile(rf"(?<![\w])(?P<name>{WORD}(?:[ \t]+{INITIAL})?[ \t]+{WORD})(?![\w])")
 _WORD_RE = re.compile(rf"{WORD}|{_LETTERS}+")
+_ROLE_NAME_RE = re.compile(
+    r"(?<![\w/])(?:HO|NP|PA|RN|RRT|MD|ho|np|md|Intern|intern|Resident|resident|Fellow|fellow)"
+    r"[ \t]+(?:[A-Za-z]\.[ \t]*)?(?P<name>[A-Za-z][a-z'\u2019-]+|[A-Z][A-Z'\u2019-]+)(?![\w])"
+)
+_PER_INITIAL_RE = re.compile(
+    rf"(?<![\w])(?i:per|by|dr|drs)\.?[ \t]+(?:(?i:dr)\.?[ \t]+)?[A-Za-z]\.[ \t]*"
+    rf"(?P<name>{_LETTERS}{{3,}})"
+)
+_AWARE_RE = re.compile(
+    rf"(?<![\w])[{_UPPER}a-z]\.?[ \t]+(?P<name>{_LETTERS}{{3,}})"
+    rf"(?:,?[ \t]+(?:{CREDENTIALS}))?[ \t]+(?i:aware|notified|paged|called|informed)\b"
+)
 _NEXT_WORD_RE = re.compile(rf"[ \t]+({_LETTERS}+)")
 
 
@@ -212,6 +224,25 @@ def _names(text: str) -> Iterator[Phi]:
         if not lexicon.is_common_word(word) and not lexicon.is_institution_word(word):
             a = match.start("name")
             yield Phi(a, a + len(word), NAME, "title")
+    for match in _ROLE_NAME_RE.finditer(text):
+        # "HO Falco notified", "NP Wolfe", "md wyman aware", "per K. ABRAMS PA": a clinician's
+        # role before the name; in capitals or lower case the word must be a listed name.
+        word = match.group("name")
+        if lexicon.is_common_word(word) or lexicon.is_institution_word(word) or len(word) < 3:
+            continue
+        listed = lexicon.is_first_name(word) or lexicon.is_surname(word)
+        if listed or (word[:1].isupper() and word[1:].islower()):
+            yield Phi(*match.span("name"), NAME, "role")
+    for match in _PER_INITIAL_RE.finditer(text):
+        # "PER B. KARGAS", "per dr b. gill": an initial and a surname after "per" or a title.
+        word = match.group("name")
+        if not lexicon.is_not_a_name(word) and not lexicon.is_institution_word(word):
+            yield Phi(*match.span("name"), NAME, "per-initial")
+    for match in _AWARE_RE.finditer(text):
+        # "N. GRANDONE AWARE", "B. CLIFFORD MD AWARE": an initial and a word, then "aware".
+        word = match.group("name")
+        if not lexicon.is_not_a_name(word) and not lexicon.is_institution_word(word):
+            yield Phi(*match.span("name"), NAME, "aware")
     for match in _LISTED_RE.finditer(text):
         # "Ingrid Lindqvist" with no label: a listed first name and a capitalised word that
         # is not a common word.

@@ -120,3 +120,17 @@ def test_statistical_guesses_that_cannot_be_of_their_type_are_dropped():
         ("2021/00457", ID),
         ("5551234567", PHONE),
     }
+
+
+def test_clinicians_named_by_role_initial_or_aware_are_removed():
+    text = (
+        "HO Falco notified. NO LABS PER NP Wolfe. md wyman aware.\n"
+        "REVERSALS NOT GIVEN PER K. ABRAMS PA. N. GRANDONE AWARE.\n"
+        "ANTHONY C. KOZICKI, RRT\n"
+    )
+    left = removed(text)
+    for word in ("Falco", "Wolfe", "wyman", "ABRAMS", "GRANDONE", "KOZICKI", "K.", "N.", "C."):
+        assert word not in left.split(), (word, left)
+    # The roles and what they did stay.
+    assert "notified." in left and "AWARE." in left
+    assert found("md aware. ho notified. team aware.\n") == {}
