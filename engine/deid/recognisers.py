@@ -336,8 +336,11 @@ _ORDINAL_DAY_RE = re.compile(r"(?<=\bthe )(?:[12]?\d|3[01])(?:st|nd|rd|th)\b", r
 def _dates(text: str) -> Iterator[Phi]:
     for pattern in _DATE_RES:
         for match in pattern.finditer(text):
-            if match.group()[:3] in ("may", "mar", "jun", "dec", "sun"):
+            if re.match(r"(?:may|mar|jun|dec|sun)(?![a-z])", match.group()) and not re.search(
+                _YEAR, match.group()
+            ):
                 continue  # "may 3 times", "mar 2 tabs": lower-case words, not months
+                # ("march 21", "may 16, 2015" and "in march of 2022" are dates)
             if re.match(r"[ \t]?%", text[match.end() : match.end() + 2]):
                 continue  # ventilator settings: "psv 12/5/40%"
             yield Phi(*match.span(), DATE, "date")

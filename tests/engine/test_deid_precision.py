@@ -134,3 +134,13 @@ def test_clinicians_named_by_role_initial_or_aware_are_removed():
     # The roles and what they did stay.
     assert "notified." in left and "AWARE." in left
     assert found("md aware. ho notified. team aware.\n") == {}
+
+
+def test_lower_case_months_with_a_day_or_year_are_dates():
+    for text, date in (
+        ("stated march 21, 1899 then corrected", "march 21, 1899"),
+        ("birthday is tomorrow, may 16, 2015.", "may 16, 2015"),
+        ("in march of 2022 pt was", "march of 2022"),
+    ):
+        assert date in removed_values(text), text
+    assert DATE not in found("may 3 times a day, mar 2 tabs\n").values()
