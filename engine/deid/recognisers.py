@@ -109,7 +109,7 @@ _LISTED_RE = re.compile(rf"(?<![\w])(?P<name>{WORD}(?:[ \t]+{INITIAL})?[ \t]+{WO
 _WORD_RE = re.compile(rf"{WORD}|{_LETTERS}+")
 _ROLE_NAME_RE = re.compile(
     r"(?<![\w/])(?:HO|NP|PA|RN|RRT|MD|ho|np|md|Intern|intern|Resident|resident|Fellow|fellow)"
-    r"[ \t]+(?:[A-Za-z]\.[ \t]*)?(?P<name>[A-Za-z][a-z'\u2019-]+|[A-Z][A-Z'\u2019-]+)(?![\w])"
+    r" (?:[A-Za-z]\. ?)?(?P<name>[A-Za-z][a-z'\u2019-]+|[A-Z][A-Z'\u2019-]+)(?![\w]|[ \t]*:)"
 )
 _PER_INITIAL_RE = re.compile(
     rf"(?<![\w])(?i:per|by|dr|drs)\.?[ \t]+(?:(?i:dr)\.?[ \t]+)?[A-Za-z]\.[ \t]*"

@@ -144,3 +144,9 @@ def test_lower_case_months_with_a_day_or_year_are_dates():
     ):
         assert date in removed_values(text), text
     assert DATE not in found("may 3 times a day, mar 2 tabs\n").values()
+
+
+def test_a_field_label_after_a_credential_is_no_name():
+    text = "Ordering physician: Tobias Vandermeer, MD    Phone: (608) 555-0142\n"
+    assert "Phone" not in found(text)
+    assert found(text).get("Vandermeer") == NAME
