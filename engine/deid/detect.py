@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from engine.deid import lexicon, recognisers, statistical
-from engine.deid.spans import ADDRESS, ID, NAME, Phi, resolve
+from engine.deid.spans import ADDRESS, DATE, EMAIL, ID, NAME, PHONE, Phi, resolve
 
 # Words shorter than this, or common words, are matched again only with a capital (the
 # name "Per" is not the word "per"); longer uncommon words in any case ("QUILLEN", "Quillen").
@@ -83,6 +83,7 @@ class Vocabulary:
         return re.compile(r"(?<![^\W_])(?:" + "|".join(parts) + r")(?![^\W_])")
 
 
+_INITIAL_BEFORE_RE = re.compile(r"(?<![\w.'/-])[^\W\d_]\.?[ \t]+$")
 _NEXT_RE = re.compile(r"(?:,)?[ \t]([^\W\d_][^\W\d_'\u2019-]*)")
 _PREV_RE = re.compile(r"([^\W\d_][^\W\d_'\u2019-]*),?[ \t]$")
 
@@ -123,6 +124,11 @@ def widen(text: str, spans: list[Phi]) -> list[Phi]:
             start = span.start - len(before.group())
             if not covered[start] and _name_like(before.group(1), like):
                 added.append(Phi(start, start + len(before.group(1)), NAME, "beside-name"))
+        initial = _INITIAL_BEFORE_RE.search(text[max(0, span.start - 6) : span.start])
+        if initial and not covered[span.start - len(initial.group())]:
+            # "B. KARGAS", "barbara j. parrilli", "J SMITH": the initial tells who it was.
+            start = span.start - len(initial.group())
+            added.append(Phi(start, start + 1, NAME, "beside-name"))
     fresh = [a for a in added if (a.start, a.end) not in taken]
     return resolve([*spans, *fresh]) if fresh else spans
 
@@ -143,14 +149,60 @@ def detect(texts: Sequence[str], *, vocabulary: Vocabulary | None = None) -> lis
         widen(
             text,
             resolve(
-                [*spans, *_beside(statistical.find(text, spans), spans), *vocabulary.find(text)]
+                [
+                    *spans,
+                    *_beside(text, statistical.find(text, spans), spans),
+                    *vocabulary.find(text),
+                ]
             ),
         )
         for text, spans in zip(texts, rules, strict=True)
     ]
 
 
-def _beside(guesses: list[Phi], rules: list[Phi]) -> list[Phi]:
+def _beside(text: str, guesses: list[Phi], rules: list[Phi]) -> list[Phi]:
     """The CRF's spans where no rule span is: where a rule fired, its span and type stand
-    (the CRF once typed "93-year" an e-mail beside the rule's age)."""
-    return [g for g in guesses if not any(r.start < g.end and g.start < r.end for r in rules)]
+    (the CRF once typed "93-year" an e-mail beside the rule's age); and only guesses that
+    can be of their type."""
+    return [
+        g
+        for g in guesses
+        if not any(r.start < g.end and g.start < r.end for r in rules)
+        and _possible(g, g.text(text))
+    ]
+
+
+def _possible(guess: Phi, value: str) -> bool:
+    """Whether a CRF guess can be PHI of its type, whatever the model learnt: a name is no
+    common or clinical word ("min", "line" in nursing notes); a number of up to four digits
+    alone or numbers joined are no identifier ("BP 100/60", "1900-0700"), a phone number has
+    seven digits, a date in figures has a month and a day ("20" of "PEEP 20" and "120/60" are
+    not); an e-mail address has an "@"."""
+    if guess.type == NAME:
+        return not lexicon.is_not_a_name(value)
+    groups = [int(g) for g in re.findall(r"\d+", value)]
+    digits = sum(c.isdigit() for c in value)
+    letters = any(c.isalpha() for c in value)
+    if guess.type == ID:
+        # A long number, or letters with digits; never values joined ("120/60", "1900-0700").
+        return any(len(g) >= 5 for g in re.findall(r"\d+", value)) or (letters and digits >= 4)
+    if guess.type == PHONE:
+        return digits >= 7
+    if guess.type == DATE:
+        return letters or _date_like(value, groups)
+    if guess.type == EMAIL:
+        return "@" in value
+    return True
+
+
+def _date_like(value: str, groups: list[int]) -> bool:
+    """Numbers that can be a date: 8 digits (20210314), or a month and a day in either
+    order, then perhaps a year."""
+    if len(groups) == 1:
+        return len(value) in (6, 8) and value.isdigit()
+    if len(groups) not in (2, 3):
+        return False
+    a, b = groups[0], groups[1]
+    day_month = (1 <= a <= 12 and 1 <= b <= 31) or (1 <= a <= 31 and 1 <= b <= 12)
+    year = len(groups) == 2 or groups[2] <= 99 or 1900 <= groups[2] <= 2100
+    return day_month and year

@@ -69,6 +69,11 @@ hello hi dear sincerely regards best cheers
 wife husband spouse partner daughter son mother father sister brother niece nephew aunt uncle
 cousin friend neighbor neighbour caregiver guardian family sibling child children parent parents
 grandson granddaughter grandmother grandfather mom dad
+min max line lines aline a-line long place placed extremities respiratory resp mae le peg
+hemodynamics hemodynamically comfort numbers soon pleasant visited hypertensive hypotensive
+neuro lopressor propofol fio2 asa perrl perla perl sats sat vent abg abgs tlc ntg htn mag code
+npo ileus labored tf tfs ngt ogt ett cvp pcwp svr map maps ivf prbc ffp lasix heparin insulin
+levophed neo dopamine coumadin tylenol morphine ativan haldol fentanyl versed
 """
 # Words that make a candidate an institution rather than a person ("Oncology Pool",
 # "Lakeshore Family Practice", "Maple Grove Rehabilitation").

@@ -107,6 +107,18 @@ _GREETING_RE = re.compile(
 _I_NAME_RE = re.compile(rf"(?<![\w])I,[ \t]+(?P<name>{FULL_NAME}),")
 _LISTED_RE = re.compile(rf"(?<![\w])(?P<name>{WORD}(?:[ \t]+{INITIAL})?[ \t]+{WORD})(?![\w])")
 _WORD_RE = re.compile(rf"{WORD}|{_LETTERS}+")
+_ROLE_NAME_RE = re.compile(
+    r"(?<![\w/])(?:HO|NP|PA|RN|RRT|MD|ho|np|md|Intern|intern|Resident|resident|Fellow|fellow)"
+    r" (?:[A-Za-z]\. ?)?(?P<name>[A-Za-z][a-z'\u2019-]+|[A-Z][A-Z'\u2019-]+)(?![\w]|[ \t]*:)"
+)
+_PER_INITIAL_RE = re.compile(
+    rf"(?<![\w])(?i:per|by|dr|drs)\.?[ \t]+(?:(?i:dr)\.?[ \t]+)?[A-Za-z]\.[ \t]*"
+    rf"(?P<name>{_LETTERS}{{3,}})"
+)
+_AWARE_RE = re.compile(
+    rf"(?<![\w])[{_UPPER}a-z]\.?[ \t]+(?P<name>{_LETTERS}{{3,}})"
+    rf"(?:,?[ \t]+(?:{CREDENTIALS}))?[ \t]+(?i:aware|notified|paged|called|informed)\b"
+)
 _NEXT_WORD_RE = re.compile(rf"[ \t]+({_LETTERS}+)")
 
 
@@ -146,6 +158,27 @@ def _line_of(text: str, at: int) -> str:
     return text[start : end if end >= 0 else len(text)]
 
 
+# Labels that are also words of prose ("RE: ILEUS, NPO", "TO CODE STATUS"): in capitals,
+# what follows them is a name only when it starts with a listed first name or surname.
+_WEAK_LABELS = ("re", "to", "for", "from", "cc")
+
+
+def _plausible(text: str, match: re.Match[str], source: str) -> bool:
+    """Whether a name pattern's match can be a name, beyond its shape. "LAST, First" needs a
+    listed first name or surname, or a header line ("Admitted to CCU, Aline", "HTN,
+    Hypercholesterolemia" are lists); a weak label in capitals needs a listed name."""
+    a, _b = match.span("name")
+    words = _WORD_RE.findall(match.group("name"))
+    listed = any(lexicon.is_first_name(w) or lexicon.is_surname(w) for w in words)
+    if source == "last-first":
+        return listed or bool(_HEADER_LINE_RE.search(_line_of(text, a)))
+    if source == "name-label":
+        label = re.sub(r"[\s:#(\-]+$", "", text[match.start() : a]).lower()
+        if label in _WEAK_LABELS and _capitals_only(match.group("name")):
+            return listed and not lexicon.is_not_a_name(words[0])
+    return True
+
+
 def _names(text: str) -> Iterator[Phi]:
     for pattern, source, strict in (
         (_NAME_LABEL_RE, "name-label", True),
@@ -159,6 +192,8 @@ def _names(text: str) -> Iterator[Phi]:
     ):
         for match in pattern.finditer(text):
             a, b = match.span("name")
+            if not _plausible(text, match, source):
+                continue
             if (
                 source not in _STRONG
                 and _capitals_only(match.group("name"))
@@ -172,15 +207,42 @@ def _names(text: str) -> Iterator[Phi]:
             yield from _name_tokens(text, a, b, source, strict=strict)
     for match in _RELATION_LOWER_RE.finditer(text):
         word = match.group("name")
-        if not lexicon.is_common_word(word) and (lexicon.is_first_name(word) or len(word) > 3):
+        # A listed first name or surname only: "son arrived", "daughter claims", "dtr died"
+        # and "daughter, russian speaking" are not names.
+        if not lexicon.is_common_word(word) and (
+            lexicon.is_first_name(word) or lexicon.is_surname(word)
+        ):
             yield Phi(*match.span("name"), NAME, "relation")
     for match in _TITLE_ANYCASE_RE.finditer(text):
         # "dr quartermain", "DR. KLEIN": the first word after the title, when it is no common
         # word ("dr aware", "dr notified").
         word = match.group("name").split()[0]
+        if match.group().startswith(("MS", "ms")) and not (
+            lexicon.is_first_name(word) or lexicon.is_surname(word)
+        ):
+            continue  # in nursing notes "MS" and "ms" are mental status: "MS continues"
         if not lexicon.is_common_word(word) and not lexicon.is_institution_word(word):
             a = match.start("name")
             yield Phi(a, a + len(word), NAME, "title")
+    for match in _ROLE_NAME_RE.finditer(text):
+        # "HO Falco notified", "NP Wolfe", "md wyman aware", "per K. ABRAMS PA": a clinician's
+        # role before the name; in capitals or lower case the word must be a listed name.
+        word = match.group("name")
+        if lexicon.is_common_word(word) or lexicon.is_institution_word(word) or len(word) < 3:
+            continue
+        listed = lexicon.is_first_name(word) or lexicon.is_surname(word)
+        if listed or (word[:1].isupper() and word[1:].islower()):
+            yield Phi(*match.span("name"), NAME, "role")
+    for match in _PER_INITIAL_RE.finditer(text):
+        # "PER B. KARGAS", "per dr b. gill": an initial and a surname after "per" or a title.
+        word = match.group("name")
+        if not lexicon.is_not_a_name(word) and not lexicon.is_institution_word(word):
+            yield Phi(*match.span("name"), NAME, "per-initial")
+    for match in _AWARE_RE.finditer(text):
+        # "N. GRANDONE AWARE", "B. CLIFFORD MD AWARE": an initial and a word, then "aware".
+        word = match.group("name")
+        if not lexicon.is_not_a_name(word) and not lexicon.is_institution_word(word):
+            yield Phi(*match.span("name"), NAME, "aware")
     for match in _LISTED_RE.finditer(text):
         # "Ingrid Lindqvist" with no label: a listed first name and a capitalised word that
         # is not a common word.
@@ -274,8 +336,13 @@ _ORDINAL_DAY_RE = re.compile(r"(?<=\bthe )(?:[12]?\d|3[01])(?:st|nd|rd|th)\b", r
 def _dates(text: str) -> Iterator[Phi]:
     for pattern in _DATE_RES:
         for match in pattern.finditer(text):
-            if match.group()[:3] in ("may", "mar", "jun", "dec", "sun"):
+            if re.match(r"(?:may|mar|jun|dec|sun)(?![a-z])", match.group()) and not re.search(
+                _YEAR, match.group()
+            ):
                 continue  # "may 3 times", "mar 2 tabs": lower-case words, not months
+                # ("march 21", "may 16, 2015" and "in march of 2022" are dates)
+            if re.match(r"[ \t]?%", text[match.end() : match.end() + 2]):
+                continue  # ventilator settings: "psv 12/5/40%"
             yield Phi(*match.span(), DATE, "date")
     for match in _MONTH_DAY_RE.finditer(text):
         before = text[max(0, match.start() - 14) : match.start()]
@@ -344,11 +411,12 @@ _SSN_RE = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])")
 # Shapes that are identifiers wherever they are: letters and digits joined by hyphens
 # (S24-118734, GX-2025-004417, PA-77120-B), and long digit runs (00618254).
 _ID_SHAPE_RES = [
-    re.compile(r"(?<![\w-])[A-Z]{1,5}\d{0,4}(?:-[A-Z0-9]+)*-\d{3,}[A-Z0-9-]*(?![\w-])"),
+    # (Four digits at least after the hyphen: "AF-130", "ABG-119" are a rate and a result.)
+    re.compile(r"(?<![\w-])[A-Z]{1,5}\d{0,4}(?:-[A-Z0-9]+)*-\d{4,}[A-Z0-9-]*(?![\w-])"),
     re.compile(r"(?<![\w-])[A-Z]{1,4}\d{6,}[A-Z]?(?![\w-])"),
     re.compile(r"(?<![^\W_]|[.,/-])\d{7,}(?![^\W_]|[,/-]|[.,]\d)"),
     # NHI-like: three or four capitals and four or five digits (ABC1234).
-    re.compile(r"(?<![\w-])[A-Z]{2,4}\d{4,5}[A-Z]?(?![\w-])"),
+    re.compile(r"(?<![\w-])[A-Z]{3,4}\d{4,5}[A-Z]?(?![\w-])"),
 ]
 # Any other run of letters and digits joined by - / : . with at least six digits, one group
 # of four or more, and no date's shape: SP:21:004471, 2021/00457, H21-4471/3.
@@ -366,6 +434,12 @@ def _joined_id(value: str) -> bool:
         and any(len(g) >= 4 and g.isdigit() for g in groups)
         and not _DATE_SHAPE_RE.match(value)
         and not re.fullmatch(r"\d+\.\d+", value)  # a measurement
+        # Numbers of up to four digits joined: a range, a ratio, a time span, lab values or
+        # ventilator settings ("1900-0700", "40/1000/15", "2245-105-4.7"), not a record number.
+        and not (
+            all(g.isdigit() and len(g) <= 4 for g in groups)
+            and not (len(groups) >= 3 and all(len(g) == 4 for g in groups))  # 4-4-4 card-like
+        )
     )
 
 
@@ -471,12 +545,15 @@ _ADDRESS_LABEL_RE = re.compile(
     r"lives\s+at|living\s+at|resides\s+at|residing\s+at|residence)\b[ \t]*[:\-]?[ \t]*"
     r"(?P<address>[^\n:]*?\d[^\n:]*?|[A-Z][^\n:]*?)(?=[ \t]{2,}|\t|\n|$| with\b| and\b|\.(?:\s|$))"
 )
-# By shape, whatever the country: a number and a street word in several languages, then
-# the town and postcode that follow after commas ("12 rue des Lilas, 75011 Paris").
+# By shape, whatever the country: a number, a street word of the languages that write it
+# before the street's name, and that name with a capital ("12 rue des Lilas", "4 calle
+# Mayor"), then the town and postcode that follow after commas ("12 rue des Lilas, 75011
+# Paris"). English street words come after the name (the rule below): "3L via NC", "3 way
+# foley", "60 via r rad aline" are nursing notes, not addresses.
 _STREET_ANY_RE = re.compile(
-    r"(?<![\w])\d{1,5}[a-zA-Z]?,?[ \t]+(?i:rue|avenue|av\.|boulevard|bd|chemin|all[ée]e|impasse|"
-    r"place|quai|calle|avenida|via|viale|strasse|straße|weg|laan|straat|street|road|lane|drive|"
-    r"way|crescent|close|terrace|court|place)\b[^\n,;]*"
+    r"(?<![\w/.-])\d{1,5}[a-zA-Z]?,?[ \t]+(?:rue|avenue|av\.|boulevard|bd|chemin|all[ée]e|"
+    r"impasse|place|quai|calle|avenida|Rue|Avenue|Av\.|Boulevard|Bd|Chemin|All[ée]e|Impasse|"
+    r"Place|Quai|Calle|Avenida)(?:[ \t]+[a-zà-ÿ']{1,4}){0,2}[ \t]+[A-ZÀ-Þ][a-zà-ÿ][^\n,;]*"
 )
 _ADDRESS_TAIL_RE = re.compile(
     r"(?:,[ \t]*(?:[A-Z][\w'-]+(?:[ \t][A-Z][\w'-]+){0,2}|\d{4,5}(?:[ \t][A-Z][\w'-]+)?|"
