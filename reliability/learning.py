@@ -48,7 +48,12 @@ from reliability.learner import (
     label_issues,
     learning_value,
 )
-from reliability.models import LearningAttempt, LearningPin, TrainedClassifierModel
+from reliability.models import (
+    LearningAttempt,
+    LearningPin,
+    SourceCertification,
+    TrainedClassifierModel,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -437,6 +442,10 @@ def memory_note_change(kind: str, data: dict[str, Any]) -> None:
         return
     marker = f"{time.time():.6f}:{data.get('ground_truth_id')}"
     transaction.on_commit(lambda: cache_set(MEMORY_MARKER, marker, timeout=None))
+    # The sources' records are computed again now, not at the next run, so a decision that
+    # certifies a source is recorded as it is made (certifications_record). A failure here
+    # costs the line on a packet page, never the decision: robust.
+    transaction.on_commit(run_memory, robust=True)
 
 
 def run_memory() -> tuple[ExemplarMemory | None, dict[str, CellTrust]]:
@@ -457,10 +466,48 @@ def run_memory() -> tuple[ExemplarMemory | None, dict[str, CellTrust]]:
     model = training.active_model()
     memory = Learner(learner_settings()).memory(model, examples()) if model is not None else None
     trust = {source: memory.trust(source) for source in memory.sources()} if memory else {}
+    if memory is not None:
+        certifications_record(memory=memory, trust=trust, version=str(version))
     with _memory_lock:
         _memory.clear()
         _memory[key] = (memory, trust)
     return memory, trust
+
+
+def certifications_record(
+    *, memory: ExemplarMemory, trust: dict[str, CellTrust], version: str = ""
+) -> list[SourceCertification]:
+    """Record, for every source whose memory is trusted, the clinician label that made it so
+    (CellTrust.certified_by), once (a row per source and label; a source certified again
+    after a contradiction gets a row for the label that did it then). Returns the new rows."""
+    cell_min = settings.LEARNING_MEMORY_CELL_MIN
+    rows = []
+    for source, record in trust.items():
+        key = record.certified_by(cell_min)
+        if key is None:
+            continue
+        rows.append(
+            SourceCertification(
+                source=source[:100],
+                document_key=key,
+                doc_type=memory.label_of(key) or "",
+                confirmed=record.confirmed,
+                contradicted=record.contradicted,
+                bound=record.bound(settings.RISK_DELTA),
+                cell_min=cell_min,
+                model_version=version[:64],
+            )
+        )
+    if not rows:
+        return []
+    known = set(
+        SourceCertification.objects.filter(
+            source__in=[r.source for r in rows], document_key__in=[r.document_key for r in rows]
+        ).values_list("source", "document_key")
+    )
+    new = [r for r in rows if (r.source, r.document_key) not in known]
+    SourceCertification.objects.bulk_create(new, ignore_conflicts=True)
+    return new
 
 
 def exemplar_vote(*, pages: list[str], source: str) -> ExemplarVote | None:
