@@ -538,6 +538,7 @@ def run_summary(
     source: str,
     novelty: Novelty | None,
     exemplar: ExemplarVote | None = None,
+    waived: list[str] | None = None,
 ) -> dict[str, Any]:
     """What Run.learning keeps: novelty, the score and the threshold, the learning value."""
     entry = checks.table.lookup(result.predicted, source) if checks.table is not None else None
@@ -557,6 +558,7 @@ def run_summary(
         "exemplar": {**exemplar.as_dict(), "trusted": exemplar.trusted}
         if exemplar is not None
         else None,
+        "waived": list(waived or []),  # codes a learned waiver set aside (reliability.waivers)
     }
 
 

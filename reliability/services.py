@@ -41,7 +41,7 @@ from engine.schemas import (
     number_issues,
 )
 from engine.schemas import Issue as EngineIssue
-from reliability import deid, hooks, learning, llm_runtime, training
+from reliability import deid, hooks, learning, llm_runtime, training, waivers
 from reliability.fields import classification_templates, fields_extract, fields_save, form_issues
 from reliability.jobs import RUN
 from reliability.learner import ChainResult
@@ -458,6 +458,9 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
 
     decision = outcome.decision
     stopped = outcome.stopped_reason
+    waived = waivers.run_waived(outcome=outcome, source=source, certified=checks.table is not None)
+    if waived:  # codes clinicians overruled on this source, never upheld (reliability.waivers)
+        decision, stopped = Decision.AUTO_ACCEPT, f"accepted: learned waiver of {', '.join(waived)}"
     if decision == Decision.AUTO_ACCEPT and document.quality == Document.Quality.LOW_OCR:
         decision, stopped = Decision.ESCALATE_TO_SME, LOW_OCR_REASON
     comparison = compare(
@@ -512,6 +515,7 @@ def _run_execute_claimed(run: Run, *, claim: jobs.Claim, client: LLMClient | Non
                 source=source,
                 novelty=novelty,
                 exemplar=context.exemplar,
+                waived=waived,
             ),
             retry_at=None,
             wait_reason="",

@@ -515,6 +515,18 @@ def clinician_label_count() -> int:
     return _current_truth().exclude(source=GroundTruth.Source.AUTO_ACCEPTED).count()
 
 
+def clinician_run_labels() -> list[tuple[int, str]]:
+    """(run id, type) of every current label a clinician gave on a run (a packet's decision,
+    an audit's correction): what the learned waivers count (reliability.waivers)."""
+    return [
+        (int(run_id), str(label))
+        for run_id, label in _current_truth()
+        .exclude(source=GroundTruth.Source.AUTO_ACCEPTED)
+        .filter(run__isnull=False)
+        .values_list("run_id", "dominant_type")
+    ]
+
+
 def corrected_examples(*, limit: int = 500) -> list[tuple[int, Any, str, str]]:
     """(ground-truth id, document id, corrected type, text) of the latest SME corrections: the
     examples the LLM is shown. The text is the document's pages and nothing else (never a
