@@ -136,3 +136,67 @@ def test_a_waived_code_is_accepted_on_a_certified_source_and_a_safety_code_never
     settings.LEARNING_MEMORY_CELL_MIN = 10
     settings.LEARNING_WAIVERS = False
     assert waivers.run_waived(outcome=plain, source="lab-a", certified=True) == []
+
+
+def test_the_run_path_accepts_on_a_learned_waiver_and_keeps_escalating_hidden_text(
+    settings, monkeypatch, django_user_model
+):
+    """Through the run job, with certified thresholds that pass every score and a trusted
+    source that learned both codes: a one-line pathology diagnosis, escalated for
+    ``report_without_structure`` alone, is accepted and says why; a page with hidden text
+    still escalates for ``hidden_text`` (a safety code), learned or not."""
+    from documents.models import Page
+    from engine.risk import ALL, RiskThreshold, ThresholdTable
+    from reliability import services
+    from review.models import GroundTruth
+
+    table = ThresholdTable(
+        {
+            (t.value, ALL): RiskThreshold(
+                t.value, ALL, "crc", 0.0, 0.005, 0.1, 200, 200, 200, 0, 0.0, 1.0
+            )
+            for t in DocType
+        }
+    )
+    monkeypatch.setattr(
+        learning, "run_checks", lambda primary: learning.RunChecks(table, None, None)
+    )
+    lab = django_user_model.objects.create_user(username="lab-a")
+    source = "uploader:lab-a"  # a document's source is its uploader (learning.document_source)
+
+    def run_of(document: Any) -> Run:
+        run = services.run_start(document=document)
+        services.run_execute(run_id=run.pk)  # the job (queued on commit; this test has none)
+        run.refresh_from_db()
+        return run
+
+    def one_line(sha: str) -> Any:
+        return ready_document(
+            "Left breast, core biopsy: invasive ductal carcinoma, Nottingham grade 2.",
+            sha=sha,
+            uploaded_by=lab,
+        )
+
+    trusted(monkeypatch, source, frozenset({"hidden_text"}))
+    before = run_of(one_line("7"))  # not learned on this source: escalated
+    assert before.final_decision == Decision.ESCALATE_TO_SME.value
+    assert set(Issue.objects.filter(attempt__run=before).values_list("code", flat=True)) == {
+        "report_without_structure"
+    }
+
+    trusted(monkeypatch, source, frozenset({"hidden_text", "report_without_structure"}))
+    waived = run_of(one_line("8"))
+    assert waived.final_decision == Decision.AUTO_ACCEPT.value
+    assert waived.learning["waived"] == ["report_without_structure"]
+    assert "learned waiver of report_without_structure" in waived.stopped_reason
+    truth = GroundTruth.objects.get(document=waived.document)
+    assert truth.source == GroundTruth.Source.AUTO_ACCEPTED
+
+    hidden = ready_document(*PAGE, sha="9", uploaded_by=lab)
+    Page.objects.filter(document=hidden).update(hidden=[{"kind": "background", "words": 12}])
+    run = run_of(hidden)
+    assert "hidden_text" in set(
+        Issue.objects.filter(attempt__run=run).values_list("code", flat=True)
+    )
+    assert run.final_decision == Decision.ESCALATE_TO_SME.value
+    assert run.learning["waived"] == []
