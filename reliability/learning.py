@@ -272,7 +272,15 @@ def _compute() -> Computed:
     novelty: dict[str, Any] = {}
     reference: bytes | None = None
     issues: list[tuple[str, str, str, float]] = []
-    fit = learner.cross_fit(records) if len({r.label for r in records if r.clinician}) > 1 else None
+    from reliability.waivers import waivers_in_force  # it reads this module's memory
+
+    # The thresholds are certified on the chain as runs decide: with the waivers in force.
+    in_force = waivers_in_force()
+    fit = (
+        learner.cross_fit(records, waivers=in_force)
+        if len({r.label for r in records if r.clinician}) > 1
+        else None
+    )
     if fit is not None and settings.LABEL_ISSUES:
         try:
             issues = label_issues(fit)
@@ -289,7 +297,7 @@ def _compute() -> Computed:
             folds = learner.settings.folds
             how = f"cross-fitted over {len(calibration)} clinician labels ({folds} folds)"
         else:
-            calibration = learner.held_back_calibration(model, index, records)
+            calibration = learner.held_back_calibration(model, index, records, waivers=in_force)
             how = (
                 f"the {len(calibration)} held-back clinician labels (the active model is not "
                 "the one just trained)"

@@ -89,6 +89,22 @@ def learned_waivers() -> dict[str, frozenset[str]]:
     return found
 
 
+def waivers_in_force() -> dict[str, frozenset[str]]:
+    """The learned waivers that runs apply now: those of sources whose memory is trusted. A
+    learning attempt calibrates its thresholds on the chain with these (reliability.learning),
+    so the bound is computed on the chain as runs decide."""
+    found = learned_waivers()
+    if not found:
+        return {}
+    _, trust = learning.run_memory()
+    cell_min = settings.LEARNING_MEMORY_CELL_MIN
+    return {
+        source: codes
+        for source, codes in found.items()
+        if trust.get(source, CellTrust()).trusted(cell_min)
+    }
+
+
 def run_waived(*, outcome: Any, source: str, certified: bool) -> list[str]:
     """The codes whose learned waiver turns this escalated outcome into an acceptance on
     ``source`` (empty: the decision stands). ``certified``: the run's thresholds are the
@@ -106,4 +122,4 @@ def run_waived(*, outcome: Any, source: str, certified: bool) -> list[str]:
     return waived_codes(outcome.best.verification.issues, waivers)
 
 
-__all__ = ["learned_waivers", "overrule_counts", "run_waived"]
+__all__ = ["learned_waivers", "overrule_counts", "run_waived", "waivers_in_force"]

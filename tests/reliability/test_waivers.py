@@ -129,9 +129,12 @@ def test_a_waived_code_is_accepted_on_a_certified_source_and_a_safety_code_never
     # Safety codes escalate whatever was learned: hidden text (MAJOR), fabricated evidence.
     for kind in ({"hidden": True}, {"fabricated": True}):
         assert waivers.run_waived(outcome=outcome_of(**kind), source="lab-a", certified=True) == []
+    # What a learning attempt calibrates with: the waivers of trusted sources.
+    assert waivers.waivers_in_force() == {"lab-a": everything}
     # A source whose memory lost its trust (a contradiction) keeps escalating.
     settings.LEARNING_MEMORY_CELL_MIN = 11
     assert waivers.run_waived(outcome=plain, source="lab-a", certified=True) == []
+    assert waivers.waivers_in_force() == {}
     # Switched off: nothing is waived.
     settings.LEARNING_MEMORY_CELL_MIN = 10
     settings.LEARNING_WAIVERS = False
