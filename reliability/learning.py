@@ -445,15 +445,19 @@ _memory_lock = threading.Lock()
 def memory_note_change(kind: str, data: dict[str, Any]) -> None:
     """Receiver of core.events.published (config.wiring): a new ground-truth version moves a
     marker every process shares (the cache), once its transaction commits, so each process's
-    memory is rebuilt at its next run."""
+    memory is rebuilt at its next run; a clinician's decision rebuilds it at once."""
+    if kind == "packet.decided":
+        # A clinician's decision: the sources' records are computed again once it commits
+        # (after the marker below moved: its ground-truth version was published first), not
+        # at the next run, so a decision that certifies a source is recorded as it is made
+        # (certifications_record). Auto-accepted answers never enter the memory and skip it.
+        # A failure here costs the line on a packet page, never the decision: robust.
+        transaction.on_commit(run_memory, robust=True)
+        return
     if kind != "ground_truth.changed":
         return
     marker = f"{time.time():.6f}:{data.get('ground_truth_id')}"
     transaction.on_commit(lambda: cache_set(MEMORY_MARKER, marker, timeout=None))
-    # The sources' records are computed again now, not at the next run, so a decision that
-    # certifies a source is recorded as it is made (certifications_record). A failure here
-    # costs the line on a packet page, never the decision: robust.
-    transaction.on_commit(run_memory, robust=True)
 
 
 def run_memory() -> tuple[ExemplarMemory | None, dict[str, CellTrust]]:
