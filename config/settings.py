@@ -599,6 +599,11 @@ LEARNING_MAX_JOB_TRIES = env_int("LEARNING_MAX_JOB_TRIES", 2, minimum=1)
 # unanimous votes were confirmed by clinicians since the last contradiction.
 LEARNING_MEMORY = env_bool("LEARNING_MEMORY", True)
 LEARNING_MEMORY_CELL_MIN = env_int("LEARNING_MEMORY_CELL_MIN", 10, minimum=1)
+# Learned waivers (reliability.waivers): an escalation code clinicians overruled on a source
+# this many times, and never upheld, stops escalating there while the source's memory is
+# trusted and thresholds are certified; never a safety code or a BLOCKER.
+LEARNING_WAIVERS = env_bool("LEARNING_WAIVERS", True)
+LEARNING_WAIVER_AFTER = env_int("LEARNING_WAIVER_AFTER", 10, minimum=1)
 # Risk-controlled acceptance (engine.risk; docs/learning.md): per type (and source, with enough
 # data) the least confidence accepted so that errors stay at most TARGET_ACCEPTED_ERROR:
 # RISK_METHOD "crc" (conformal risk control: in expectation; certifies from 199 labelled

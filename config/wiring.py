@@ -77,6 +77,7 @@ def connect() -> None:
     reliability_hooks.corrected_examples.connect(review_selectors.corrected_examples)
     reliability_hooks.learning_ground_truth.connect(review_selectors.learning_ground_truth)
     reliability_hooks.clinician_label_count.connect(review_selectors.clinician_label_count)
+    reliability_hooks.clinician_run_labels.connect(review_selectors.clinician_run_labels)
     reliability_hooks.label_issues_found.connect(label_issue_recheck)
     events.published.connect(send_webhooks)
     events.published.connect(reliability_learning.memory_note_change)

@@ -5,7 +5,7 @@ Pure: no Django; the caller loads the inputs and stores the decision."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -68,6 +68,10 @@ class RunInputs:
     gate_confirm_confidence: float
     low_ocr: bool  # the document's OCR confidence is low: a clinician must confirm
     extract_fields: FieldExtractor | None  # None: fields are not extracted
+    # The learned waivers in force for this run's source (reliability.waivers): given the
+    # orchestrator's outcome, the codes whose waiver turns its escalation into an acceptance
+    # (empty: the decision stands). None: no waivers.
+    waive: Callable[[pipeline.Outcome], list[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,7 @@ class RunDecision:
     score: float = 0.0  # the acceptance (risk) score of the best attempt
     codes: list[str] = field(default_factory=list)  # the best attempt's issue codes
     gate_agrees: bool = True
+    waived: list[str] = field(default_factory=list)  # codes set aside by learned waivers
 
     @property
     def best(self) -> pipeline.AttemptRecord:
@@ -147,6 +152,9 @@ def decide(inputs: RunInputs) -> RunDecision:
         else []
     )
     decision, stopped = outcome.decision, outcome.stopped_reason
+    waived = inputs.waive(outcome) if inputs.waive is not None else []
+    if waived:  # codes clinicians overruled on this source, never upheld
+        decision, stopped = Decision.AUTO_ACCEPT, f"accepted: learned waiver of {', '.join(waived)}"
     if decision == Decision.AUTO_ACCEPT and inputs.low_ocr:
         decision, stopped = Decision.ESCALATE_TO_SME, LOW_OCR_REASON
     blockers = form_blockers(rows)
@@ -168,6 +176,7 @@ def decide(inputs: RunInputs) -> RunDecision:
         score=acceptance_score(best.output),
         codes=sorted({i.code for i in best.verification.issues}),
         gate_agrees=gate_result is None or not gate_result.issues,
+        waived=waived,
     )
 
 

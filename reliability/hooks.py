@@ -43,6 +43,10 @@ learning_ground_truth: Hook[[], list[tuple[str, str, list[str], bool]]] = Hook(
     "learning ground truth"
 )
 clinician_label_count: Hook[[], int] = Hook("clinician label count")
+# (run id, type) of every current label a clinician gave on a run (a decision on the run's
+# packet, an audit's correction): the learned waivers (reliability.waivers) count how often
+# clinicians overruled or upheld each escalation code on a source.
+clinician_run_labels: Hook[[], list[tuple[int, str]]] = Hook("clinician run labels")
 # Labels the loop found likely wrong: (document id, given type, suggested type, the model's
 # probability of the given type), most suspicious first. Receivers open blind re-checks and
 # answer with how many they opened.

@@ -212,10 +212,9 @@ class Learner:
         issues = best.verification.issues
         decision = outcome.decision.value
         waived: list[str] = []
-        if waivers and decision != Decision.AUTO_ACCEPT.value:
-            kept = [i for i in issues if not waivable(i.code, i.severity, waivers)]
-            if len(kept) < len(issues) and arbiter.decide(kept).decision == Decision.AUTO_ACCEPT:
-                waived = sorted({i.code for i in issues} - {i.code for i in kept})
+        if decision != Decision.AUTO_ACCEPT.value:
+            waived = waived_codes(issues, waivers)
+            if waived:
                 decision = Decision.AUTO_ACCEPT.value
         raw = acceptance_score(best.output)
         return ChainResult(
@@ -366,6 +365,18 @@ def waivable(code: str, severity: Severity | str, waivers: frozenset[str]) -> bo
     """Whether an issue is set aside by a learned waiver: its code is waived on the source,
     it is no safety code (``SAFETY_CODES``) and no BLOCKER."""
     return code in waivers and code not in SAFETY_CODES and severity != Severity.BLOCKER
+
+
+def waived_codes(issues: Sequence[Any], waivers: frozenset[str]) -> list[str]:
+    """The codes set aside when the learned ``waivers`` turn an escalation into an
+    acceptance: the issues left after the waivable ones (``waivable``) must be ones the
+    arbiter accepts with. Empty when nothing is waived or what is left still escalates."""
+    if not waivers:
+        return []
+    kept = [i for i in issues if not waivable(i.code, i.severity, waivers)]
+    if len(kept) == len(issues) or arbiter.decide(kept).decision != Decision.AUTO_ACCEPT:
+        return []
+    return sorted({i.code for i in issues} - {i.code for i in kept})
 
 
 def _capped(records: Sequence[Example], limit: int) -> list[Example]:

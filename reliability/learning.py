@@ -48,7 +48,12 @@ from reliability.learner import (
     label_issues,
     learning_value,
 )
-from reliability.models import LearningAttempt, LearningPin, TrainedClassifierModel
+from reliability.models import (
+    LearningAttempt,
+    LearningPin,
+    SourceCertification,
+    TrainedClassifierModel,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -267,7 +272,15 @@ def _compute() -> Computed:
     novelty: dict[str, Any] = {}
     reference: bytes | None = None
     issues: list[tuple[str, str, str, float]] = []
-    fit = learner.cross_fit(records) if len({r.label for r in records if r.clinician}) > 1 else None
+    from reliability.waivers import waivers_in_force  # it reads this module's memory
+
+    # The thresholds are certified on the chain as runs decide: with the waivers in force.
+    in_force = waivers_in_force()
+    fit = (
+        learner.cross_fit(records, waivers=in_force)
+        if len({r.label for r in records if r.clinician}) > 1
+        else None
+    )
     if fit is not None and settings.LABEL_ISSUES:
         try:
             issues = label_issues(fit)
@@ -284,7 +297,7 @@ def _compute() -> Computed:
             folds = learner.settings.folds
             how = f"cross-fitted over {len(calibration)} clinician labels ({folds} folds)"
         else:
-            calibration = learner.held_back_calibration(model, index, records)
+            calibration = learner.held_back_calibration(model, index, records, waivers=in_force)
             how = (
                 f"the {len(calibration)} held-back clinician labels (the active model is not "
                 "the one just trained)"
@@ -432,7 +445,15 @@ _memory_lock = threading.Lock()
 def memory_note_change(kind: str, data: dict[str, Any]) -> None:
     """Receiver of core.events.published (config.wiring): a new ground-truth version moves a
     marker every process shares (the cache), once its transaction commits, so each process's
-    memory is rebuilt at its next run."""
+    memory is rebuilt at its next run; a clinician's decision rebuilds it at once."""
+    if kind == "packet.decided":
+        # A clinician's decision: the sources' records are computed again once it commits
+        # (after the marker below moved: its ground-truth version was published first), not
+        # at the next run, so a decision that certifies a source is recorded as it is made
+        # (certifications_record). Auto-accepted answers never enter the memory and skip it.
+        # A failure here costs the line on a packet page, never the decision: robust.
+        transaction.on_commit(run_memory, robust=True)
+        return
     if kind != "ground_truth.changed":
         return
     marker = f"{time.time():.6f}:{data.get('ground_truth_id')}"
@@ -457,10 +478,48 @@ def run_memory() -> tuple[ExemplarMemory | None, dict[str, CellTrust]]:
     model = training.active_model()
     memory = Learner(learner_settings()).memory(model, examples()) if model is not None else None
     trust = {source: memory.trust(source) for source in memory.sources()} if memory else {}
+    if memory is not None:
+        certifications_record(memory=memory, trust=trust, version=str(version))
     with _memory_lock:
         _memory.clear()
         _memory[key] = (memory, trust)
     return memory, trust
+
+
+def certifications_record(
+    *, memory: ExemplarMemory, trust: dict[str, CellTrust], version: str = ""
+) -> list[SourceCertification]:
+    """Record, for every source whose memory is trusted, the clinician label that made it so
+    (CellTrust.certified_by), once (a row per source and label; a source certified again
+    after a contradiction gets a row for the label that did it then). Returns the new rows."""
+    cell_min = settings.LEARNING_MEMORY_CELL_MIN
+    rows = []
+    for source, record in trust.items():
+        key = record.certified_by(cell_min)
+        if key is None:
+            continue
+        rows.append(
+            SourceCertification(
+                source=source[:100],
+                document_key=key,
+                doc_type=memory.label_of(key) or "",
+                confirmed=record.confirmed,
+                contradicted=record.contradicted,
+                bound=record.bound(settings.RISK_DELTA),
+                cell_min=cell_min,
+                model_version=version[:64],
+            )
+        )
+    if not rows:
+        return []
+    known = set(
+        SourceCertification.objects.filter(
+            source__in=[r.source for r in rows], document_key__in=[r.document_key for r in rows]
+        ).values_list("source", "document_key")
+    )
+    new = [r for r in rows if (r.source, r.document_key) not in known]
+    SourceCertification.objects.bulk_create(new, ignore_conflicts=True)
+    return new
 
 
 def exemplar_vote(*, pages: list[str], source: str) -> ExemplarVote | None:
@@ -491,6 +550,7 @@ def run_summary(
     source: str,
     novelty: Novelty | None,
     exemplar: ExemplarVote | None = None,
+    waived: list[str] | None = None,
 ) -> dict[str, Any]:
     """What Run.learning keeps: novelty, the score and the threshold, the learning value."""
     entry = checks.table.lookup(result.predicted, source) if checks.table is not None else None
@@ -510,6 +570,7 @@ def run_summary(
         "exemplar": {**exemplar.as_dict(), "trusted": exemplar.trusted}
         if exemplar is not None
         else None,
+        "waived": list(waived or []),  # codes a learned waiver set aside (reliability.waivers)
     }
 
 

@@ -128,3 +128,32 @@ class LearningPin(models.Model):
 
     def __str__(self) -> str:
         return f"Pinned: {self.model}"
+
+
+class SourceCertification(models.Model):
+    """The clinician label whose confirmation made a source's exemplar memory trusted
+    (engine.exemplars.CellTrust.certified_by): recorded when the source's record is computed
+    again after a decision (reliability.learning.certifications_record), so the packet page of
+    that decision can say it certified the source. A source that loses its trust (a
+    contradiction) and earns it again has a second row, for the decision that did it then."""
+
+    source = models.CharField(max_length=100)
+    document_key = models.CharField(max_length=64)  # the certifying label's document (its pk)
+    doc_type = models.CharField(max_length=32)  # the type the vote and the clinician agreed on
+    confirmed = models.PositiveIntegerField()  # the source's confirmed votes then
+    contradicted = models.PositiveIntegerField()
+    bound = models.FloatField()  # upper bound of the votes' error rate (RISK_DELTA) then
+    cell_min = models.PositiveIntegerField()  # LEARNING_MEMORY_CELL_MIN then
+    model_version = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        app_label = "reliability"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source", "document_key"], name="one_certification_per_label"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source} certified by {self.document_key}"

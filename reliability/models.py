@@ -10,9 +10,10 @@ from django.utils import timezone
 
 from core import jobs
 from engine.schemas import Decision, Severity
-from reliability.learning_models import LearningAttempt, LearningPin
+from reliability.learning_models import LearningAttempt, LearningPin, SourceCertification
 
-__all__ = ["LearningAttempt", "LearningPin"]  # the learning loop's tables, registered here
+# The learning loop's tables, registered here.
+__all__ = ["LearningAttempt", "LearningPin", "SourceCertification"]
 
 # The engine's enums are the one source; these are their labels for forms and the admin.
 FINAL_DECISIONS = [

@@ -168,6 +168,19 @@ LEARNING_DAYS = 60  # the time series of the metrics page
 NOVELTY_ALERT_MIN_RUNS = 20  # fewer runs in the window than this: a rate is not an alert
 
 
+def source_certification(*, document_id: Any, doc_type: str) -> Any:
+    """The record that the clinician label of ``document_id`` (of type ``doc_type``) certified
+    its source's exemplar memory (reliability.learning.certifications_record), or None. The
+    caller decides whether the user may see the decision at all (review.visibility)."""
+    from reliability.models import SourceCertification
+
+    return (
+        SourceCertification.objects.filter(document_key=str(document_id), doc_type=doc_type)
+        .order_by("-created_at")
+        .first()
+    )
+
+
 def learning_sources(runs: Any, window: Any) -> list[dict[str, Any]]:
     """Per source (at most 20, busiest first): escalation in the novelty window ("now") and
     over the whole chart period, and its exemplar memory's record (engine.exemplars.CellTrust):

@@ -36,7 +36,7 @@ from engine.schemas import (
     SEVERITY_ORDER,
     Decision,
 )
-from reliability import deid, hooks, learning, llm_runtime, training
+from reliability import deid, hooks, learning, llm_runtime, training, waivers
 from reliability.fields import classification_templates, fields_extract, fields_save
 from reliability.jobs import RUN
 from reliability.learner import ChainResult
@@ -377,6 +377,7 @@ def run_inputs(
         thresholds=checks.table,
         novelty_index=checks.index,
         source=source,
+        waive=partial(waivers.run_waived, source=source, certified=checks.table is not None),
         exemplar=learning.exemplar_vote(pages=pages, source=source)
         if checks.table is not None
         else None,
@@ -462,6 +463,7 @@ def _run_save(
                 source=inputs.source,
                 novelty=decided.novelty,
                 exemplar=inputs.exemplar,
+                waived=decided.waived,
             ),
             retry_at=None,
             wait_reason="",

@@ -494,12 +494,15 @@ def learning_ground_truth() -> list[tuple[str, str, list[str], bool]]:
     """(document id, type, page texts, whether a clinician gave the label) of every
     document's current ground truth: the learning loop's data. A clinician gave it when it was
     decided on a packet, or settled by an audit, a second review or an adjudication (those
-    write SME sources too); an accepted machine answer, audited or not yet, is not."""
+    write SME sources too); an accepted machine answer, audited or not yet, is not.
+
+    In the order the labels were given (oldest first): the exemplar memory replays each
+    source's labels in this order to tell which decision certified it."""
     truth = {
         key: (label, source != GroundTruth.Source.AUTO_ACCEPTED)
-        for key, label, source in _current_truth().values_list(
-            "document_id", "dominant_type", "source"
-        )
+        for key, label, source in _current_truth()
+        .order_by("created_at", "pk")
+        .values_list("document_id", "dominant_type", "source")
     }
     pages: dict[Any, list[str]] = {key: [] for key in truth}
     for document_id, text in (
@@ -518,6 +521,18 @@ def learning_ground_truth() -> list[tuple[str, str, list[str], bool]]:
 def clinician_label_count() -> int:
     """Current labels that clinicians gave (the learning loop counts new ones)."""
     return _current_truth().exclude(source=GroundTruth.Source.AUTO_ACCEPTED).count()
+
+
+def clinician_run_labels() -> list[tuple[int, str]]:
+    """(run id, type) of every current label a clinician gave on a run (a packet's decision,
+    an audit's correction): what the learned waivers count (reliability.waivers)."""
+    return [
+        (int(run_id), str(label))
+        for run_id, label in _current_truth()
+        .exclude(source=GroundTruth.Source.AUTO_ACCEPTED)
+        .filter(run__isnull=False)
+        .values_list("run_id", "dominant_type")
+    ]
 
 
 def corrected_examples(*, limit: int = 500) -> list[tuple[int, Any, str, str]]:

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST
 
 from core.http import HtmxHttpRequest, require_permission
 from engine.schemas import DISPLAY_NAMES, ClassificationOutput
+from reliability.selectors import source_certification
 from review import queue as review_queue
 from review import selectors
 from review.corrections import segmentation_json, segmentation_of, segmentation_words
@@ -135,6 +136,12 @@ def _packet_context(
         "decisions": decisions,
         "standing": standing,
         "standing_truth": standing.ground_truth if standing else None,
+        # Only with a decision the user may see (``standing`` is None under a blind check).
+        "certification": source_certification(
+            document_id=packet.document_id, doc_type=standing.ground_truth.dominant_type
+        )
+        if standing
+        else None,
         "truth_fields": selectors.fields_for_display(standing.ground_truth.fields)
         if standing
         else [],

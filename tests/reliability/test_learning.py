@@ -347,3 +347,87 @@ def test_a_clinicians_label_reaches_the_next_look_alikes_run_without_a_retrain(s
     other = services.run_start(document=_from("clinic-y", text_for("radiology", rng), key="y-1"))
     other.refresh_from_db()
     assert other.learning["exemplar"]["neighbours"] == []
+
+
+def test_the_decision_that_certifies_a_source_is_recorded_and_shown_on_its_packet_page(
+    settings, client, reviewer, other_reviewer, admin_user
+):
+    """A clinician's decision whose confirmation makes a source's memory trusted is recorded
+    as it is made, and its packet page says so to those who may see the decision; a blind
+    audit hides it with the decision; an earlier decision of the source says nothing."""
+    from datetime import date
+
+    from django.urls import reverse
+
+    from benchmarks.faults import clean_output
+    from reliability.models import SourceCertification
+    from review.models import AuditSample
+    from review.services import decisions
+    from tests.review.conftest import escalate
+
+    settings.LEARNING_MEMORY_CELL_MIN = 2
+    settings.AUDIT_SAMPLE_RATE = 0.0
+    settings.SECOND_REVIEW_ON_CORRECTION = False
+    ground_truth(records(20))
+    attempt_now()
+    rng = random.Random(7)
+
+    def decide(key: str):
+        texts = [text_for("radiology", rng)]
+        doc = _from("clinic-x", *texts, key=key)
+        output = clean_output(texts, "radiology")
+        assert output is not None
+        packet = escalate(doc, texts, output)
+        decisions.packet_open(packet=packet, user=reviewer)
+        decisions.review_submit(packet_id=packet.pk, reviewer=reviewer, correction=None, notes="")
+        return packet
+
+    packets = [decide(f"c-{i}") for i in range(4)]
+    _, trust = learning.run_memory()
+    record = trust["uploader:clinic-x"]
+    # k = 3: the fourth label is the first with a vote; two confirmed votes are needed.
+    assert record.confirmed == 1 and not record.trusted(2)
+    certified = SourceCertification.objects.filter(source="uploader:clinic-x")
+    assert not certified.exists()
+    certifying = decide("c-4")  # the second confirmed vote: the source is trusted now
+    row = certified.get()
+    assert row.document_key == str(certifying.document_id)
+    assert (row.source, row.doc_type, row.confirmed, row.contradicted) == (
+        "uploader:clinic-x",
+        "radiology",
+        2,
+        0,
+    )
+    decide("c-5")  # confirms again: no second record
+    assert certified.count() == 1
+
+    line = "This decision certified uploader:clinic-x for Radiology Report"
+    client.force_login(reviewer)
+    page = client.get(reverse("review:packet", args=[certifying.pk]))
+    assert page.status_code == 200
+    assert line in page.content.decode()
+    assert line not in client.get(reverse("review:packet", args=[packets[0].pk])).content.decode()
+
+    # A blind audit of the document hides the decision, and the line with it, from a reviewer.
+    run = Run.objects.create(
+        document=certifying.document,
+        preset="clinical",
+        status=Run.Status.COMPLETED,
+        final_decision="AUTO_ACCEPT",
+    )
+    AuditSample.objects.create(
+        run=run,
+        document=certifying.document,
+        machine_type="radiology",
+        confidence=0.9,
+        band=">=0.95",
+        rate=0.05,
+        reason="sampled",
+        sampled_on=date.today(),
+    )
+    client.force_login(other_reviewer)
+    blind = client.get(reverse("review:packet", args=[certifying.pk]))
+    assert blind.status_code == 200
+    assert line not in blind.content.decode()
+    client.force_login(admin_user)
+    assert line in client.get(reverse("review:packet", args=[certifying.pk])).content.decode()
