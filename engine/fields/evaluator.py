@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from engine.fields import oncology
 from engine.fields.finders import presence
 from engine.fields.offline_extractor import (
     AMBIGUOUS,
@@ -446,6 +447,18 @@ def _value_problems(
     single = ExtractedField(spec.name, value, FOUND, extracted.confidence, snippet, extracted.page)
     if not snippet or not _grounded(single, pages):
         return [UNGROUNDED]
+    reading = oncology.read(pages).get(spec.name) if spec.name in oncology.FIELDS else None
+    structured = (
+        reading is not None
+        and reading.canonical is not None
+        and reading.value == value
+        and reading.snippet == snippet
+    )
+    # A breast report's value that its structure reader gives on the same line has passed that
+    # reader's own rules (history, previous biopsy, pending, empty box, node specimen,
+    # addendum); the span heuristics would second-guess the structure.
+    if structured:
+        return []  # its canonical value is its proof of form too
     why = examine(spec, outline, locate(outline, extracted.page, snippet, value), value)
     if why:
         return why

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from engine.fields import oncology
 from engine.fields.finders import FINDERS, MAX_LEVEL, Hit, presence
 from engine.fields.labelled import find_labelled
 from engine.fields.sections import Outline
@@ -49,6 +50,7 @@ class ExtractedField:
     span: list[int] | None = None  # [page, start, end] of the value in the page's text
     unsupported: list[str] = field(default_factory=list)  # why a value was not reported
     withdrawn: Any = None  # the value an extractor gave that its span does not support
+    canonical: str | None = None  # the value's meaning (``oncology``): "positive (90%, strong)"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -109,10 +111,47 @@ def _as_span(span: Span | None) -> list[int] | None:
     return [span.page, span.start, span.end] if span is not None else None
 
 
+def _structured(spec: FieldSpec, outline: Outline) -> ExtractedField | None:
+    """A breast report's value read from its structure (``oncology.read``): the verbatim
+    value with its canonical meaning, read at the level its reading earned; or the field
+    withheld (pending, an empty box); None when the structure gives nothing."""
+    if spec.name not in oncology.FIELDS:
+        return None
+    reading = oncology.read(outline.pages).get(spec.name)
+    if reading is None:
+        return None
+    if reading.value is None:
+        return ExtractedField(
+            spec.name,
+            None,
+            UNSUPPORTED,
+            0.0,
+            reading.snippet,
+            reading.page,
+            None,
+            unsupported=[reading.withheld],
+        )
+    span = locate(outline, reading.page, reading.snippet, reading.value)
+    return ExtractedField(
+        spec.name,
+        reading.value,
+        FOUND,
+        CONFIDENCE_BY_LEVEL[reading.level],
+        reading.snippet,
+        reading.page,
+        reading.level,
+        span=_as_span(span),
+        canonical=reading.canonical,
+    )
+
+
 def extract_field(
     spec: FieldSpec, pages: list[str], *, max_level: int, outline: Outline | None = None
 ) -> ExtractedField:
     outline = outline or outline_for(pages)
+    structured = _structured(spec, outline)
+    if structured is not None:
+        return structured
     rejected: list[tuple[Hit, list[str]]] = []
     for level in range(0, max_level + 1):
         found, dropped = _screen(spec, outline, hits_at(spec, outline, level))
