@@ -565,8 +565,8 @@ def _history(rng: random.Random, v: str, plan: Plan) -> list[str]:
             rng,
             v,
             [
-                f" Prior core biopsy (S19-4411): ER {prior}, PR {prior}, HER2 {rng.choice(['1+', '3+'])}.",
-                f" Previous biopsy showed estrogen receptor {prior} and HER2 {rng.choice(['negative', 'positive'])}.",
+                f" Prior core biopsy (S19-4411): ER {prior}, PR {prior}, HER2 {rng.choice(['1+', '3+'])}.",  # noqa: E501 (wording data)
+                f" Previous biopsy showed estrogen receptor {prior} and HER2 {rng.choice(['negative', 'positive'])}.",  # noqa: E501 (wording data)
                 f" Outside biopsy reported ER {prior}, PR {prior}; HER2 {rng.choice(['0', '3+'])}.",
             ],
         )
@@ -707,9 +707,9 @@ def _narrative(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
                 rng,
                 v,
                 [
-                    f"SURGICAL MARGINS ARE NEGATIVE; CLOSEST MARGIN ({t.margin_side.upper()}) {mm}.",
+                    f"SURGICAL MARGINS ARE NEGATIVE; CLOSEST MARGIN ({t.margin_side.upper()}) {mm}.",  # noqa: E501 (wording data)
                     f"MARGINS FREE OF CARCINOMA, CLOSEST {mm} ({t.margin_side.upper()}).",
-                    f"ALL MARGINS ARE NEGATIVE FOR INVASIVE CARCINOMA; NEAREST {t.margin_side.upper()} AT {mm}.",
+                    f"ALL MARGINS ARE NEGATIVE FOR INVASIVE CARCINOMA; NEAREST {t.margin_side.upper()} AT {mm}.",  # noqa: E501 (wording data)
                     f"MARGINS UNINVOLVED, {t.margin_side.upper()} MARGIN {mm} AWAY.",
                     f"SURGICAL MARGINS CLEAR (CLOSEST {mm}, {t.margin_side.upper()}).",
                     f"MARGINS NEGATIVE. CARCINOMA IS {mm} FROM THE {t.margin_side.upper()} MARGIN.",
@@ -724,10 +724,10 @@ def _narrative(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
                 rng,
                 v,
                 [
-                    "Estrogen receptor, progesterone receptor and HER2 studies are pending and will be reported separately.",
+                    "Estrogen receptor, progesterone receptor and HER2 studies are pending and will be reported separately.",  # noqa: E501 (wording data)
                     "Hormone receptor and HER2 testing has been sent out; results to follow.",
                     "ER, PR and HER2 immunostains are in progress.",
-                    "Prognostic markers (ER/PR/HER2) were sent to the reference laboratory and are pending.",
+                    "Prognostic markers (ER/PR/HER2) were sent to the reference laboratory and are pending.",  # noqa: E501 (wording data)
                     "Receptor studies have been ordered; an addendum will follow.",
                     "ER, PR and HER2 results are not yet available.",
                 ],
@@ -802,7 +802,7 @@ def _narrative_markers(rng: random.Random, v: str, t: Tumour, plan: Plan) -> str
 def _table(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
     lines = [pick(rng, v, ["DIAGNOSIS:", "FINAL DIAGNOSIS", "Diagnosis"])]
     lines.append(
-        f"{_histology_text(t, plan)}, {pick(rng, v, LABELS['grade']).lower()} {grade_value(rng, v, t)}."
+        f"{_histology_text(t, plan)}, {pick(rng, v, LABELS['grade']).lower()} {grade_value(rng, v, t)}."  # noqa: E501 (wording data)
     )
     if not plan.biopsy:
         lines.append(f"{pick(rng, v, LABELS['margins'])}: {margin_value(rng, v, t)}.")
@@ -890,7 +890,7 @@ def _form(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
             if key == "pr" and not plan.pr_shown:
                 continue
             lines.append(
-                f"{pick(rng, v, LABELS[key])}: [ ] Positive  [ ] Low positive  [ ] Negative   %: {under}"
+                f"{pick(rng, v, LABELS[key])}: [ ] Positive  [ ] Low positive  [ ] Negative   %: {under}"  # noqa: E501 (wording data)
             )
         if plan.her2_shown:
             lines.append(f"{pick(rng, v, LABELS['her2_ihc'])}: [ ] 0  [ ] 1+  [ ] 2+  [ ] 3+")
@@ -921,7 +921,7 @@ def _form(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
             )
         else:
             lines.append(
-                f"{pick(rng, v, LABELS['her2_ish'])}: [ ] Amplified  [ ] Not amplified   Ratio: {under}"
+                f"{pick(rng, v, LABELS['her2_ish'])}: [ ] Amplified  [ ] Not amplified   Ratio: {under}"  # noqa: E501 (wording data)
             )
     return lines
 
@@ -953,7 +953,7 @@ def _addendum(
                 rng,
                 v,
                 [
-                    "HER2 in situ hybridization was performed; this supersedes the HER2 result above.",
+                    "HER2 in situ hybridization was performed; this supersedes the HER2 result above.",  # noqa: E501 (wording data)
                     "Amended HER2 result (reflex FISH):",
                     "Revised HER2 status following ISH:",
                 ],
