@@ -367,6 +367,7 @@ UNKNOWN_SOURCE_TRUST = 0.9  # an extractor that gives no level (an LLM), unconfi
 TRUST_LEVELS = 2  # how wide the deterministic reading that confirms an answer searches
 UNCERTAIN_SPECIMEN = 0.8  # a tumour's property in a report with several tumours
 WITHDRAWN_COST = 2.0  # a withdrawn value weighs twice a reported one in expected precision
+UNCONFIRMED_TRUST = 0.5  # a breast report's tumour value whose meaning cannot be read
 UNSEEN_REQUIRED = 0.1  # a required field no reading finds: a tenth of a miss
 
 
@@ -516,6 +517,15 @@ def _trust(spec: FieldSpec, extracted: ExtractedField, outline: Outline) -> floa
         trust *= 0.5
     if spec.finder in TUMOUR_PROPERTIES and several_tumours(outline):
         trust *= UNCERTAIN_SPECIMEN
+    if (
+        spec.name in oncology.FIELDS
+        and extracted.value is not None
+        and oncology.is_breast_report(outline.pages)
+        and (extracted.canonical or oncology.canonical(spec.name, extracted.value)) is None
+    ):
+        # A breast report's receptor, HER2, histology, grade or margin value without a
+        # meaning that can be read (any extractor's): the score does not vouch for it.
+        trust = min(trust, UNCONFIRMED_TRUST)
     return trust
 
 

@@ -35,6 +35,7 @@ MISSING = "missing"
 # addendum, a prior study's value, another specimen's): nothing is reported.
 UNSUPPORTED = "unsupported"
 CONFIDENCE_BY_LEVEL = {0: 0.9, 1: 0.8, 2: 0.6}
+UNCONFIRMED_CONFIDENCE = 0.5  # a breast report's value whose meaning cannot be read
 
 
 @dataclass
@@ -152,6 +153,23 @@ def extract_field(
     structured = _structured(spec, outline)
     if structured is not None:
         return structured
+    found = _find_field(spec, pages, max_level=max_level, outline=outline)
+    if (
+        spec.name in oncology.FIELDS
+        and found.status == FOUND
+        and oncology.is_breast_report(outline.pages)
+    ):
+        # A breast report's value its structure did not give: kept with its meaning, or, when
+        # it has none (not a receptor status, a HER2 result, a grade...), as a doubt.
+        found.canonical = oncology.canonical(spec.name, found.value)
+        if found.canonical is None:
+            found.confidence = min(found.confidence, UNCONFIRMED_CONFIDENCE)
+    return found
+
+
+def _find_field(
+    spec: FieldSpec, pages: list[str], *, max_level: int, outline: Outline
+) -> ExtractedField:
     rejected: list[tuple[Hit, list[str]]] = []
     for level in range(0, max_level + 1):
         found, dropped = _screen(spec, outline, hits_at(spec, outline, level))
