@@ -112,16 +112,20 @@ def _as_span(span: Span | None) -> list[int] | None:
     return [span.page, span.start, span.end] if span is not None else None
 
 
-def _structured(spec: FieldSpec, outline: Outline) -> ExtractedField | None:
+def _structured(spec: FieldSpec, outline: Outline, max_level: int) -> ExtractedField | None:
     """A breast report's value read from its structure (``oncology.read``): the verbatim
     value with its canonical meaning, read at the level its reading earned; or the field
-    withheld (pending, an empty box); None when the structure gives nothing."""
+    withheld (pending, an empty box); None when the structure gives nothing. When the
+    finders read the same meaning, their (tighter) verbatim value and span are kept."""
     if spec.name not in oncology.FIELDS:
         return None
     reading = oncology.read(outline.pages).get(spec.name)
     if reading is None:
         return None
+    finders = _find_field(spec, outline.pages, max_level=max_level, outline=outline)
     if reading.value is None:
+        if finders.status == UNSUPPORTED:
+            return finders
         return ExtractedField(
             spec.name,
             None,
@@ -132,6 +136,17 @@ def _structured(spec: FieldSpec, outline: Outline) -> ExtractedField | None:
             None,
             unsupported=[reading.withheld],
         )
+    meaning = oncology.canonical(spec.name, finders.value) if finders.status == FOUND else None
+    if (
+        meaning is not None
+        and reading.canonical
+        and oncology.same(spec.name, reading.canonical, meaning)
+    ):
+        finders.canonical = reading.canonical
+        # Two readings agree: the surer one's level.
+        finders.level = min(reading.level, finders.level if finders.level is not None else 2)
+        finders.confidence = CONFIDENCE_BY_LEVEL[finders.level]
+        return finders
     span = locate(outline, reading.page, reading.snippet, reading.value)
     return ExtractedField(
         spec.name,
@@ -150,7 +165,7 @@ def extract_field(
     spec: FieldSpec, pages: list[str], *, max_level: int, outline: Outline | None = None
 ) -> ExtractedField:
     outline = outline or outline_for(pages)
-    structured = _structured(spec, outline)
+    structured = _structured(spec, outline, max_level)
     if structured is not None:
         return structured
     found = _find_field(spec, pages, max_level=max_level, outline=outline)

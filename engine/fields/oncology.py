@@ -352,6 +352,19 @@ _PENDING = re.compile(
     r"not\s+performed|not\s+done|not\s+applicable|n/a)\b",
     re.IGNORECASE,
 )
+_NOT_PERFORMED = re.compile(r"\bnot\s+(?:performed|done|applicable)\b|\bn/a\b", re.IGNORECASE)
+_DEFERRED = re.compile(r"addendum", re.IGNORECASE)
+
+
+def _why_withheld(text: str) -> str:
+    """The reason code (``support``'s where it has one) for a value that is not given."""
+    if _NOT_PERFORMED.search(text):
+        return "not_performed"
+    if _DEFERRED.search(text):
+        return "deferred"
+    return "pending"
+
+
 _EMPTY = re.compile(r"^[\s_\[\]\.:-]*$")
 _CONTINUATION_STOP = re.compile(
     r"^\s*(?:[-*\u2022]|(?:[A-Za-z]|[01](?=[A-Za-z]))[^:\n.;%]{0,60}:|[A-H][.)]\s|PART\s)"
@@ -499,7 +512,7 @@ def _value_of(key: str, value: str) -> tuple[str, str]:
     if _PENDING.search(value) and not re.search(
         r"\d\s*%|\d\s*\+|positive|negative|amplified", fold(value)
     ):
-        return "", "pending"
+        return "", _why_withheld(value)
     return value, ""
 
 
@@ -540,7 +553,7 @@ def _candidates(lines: list[_Line]) -> list[_Candidate]:
                     )
                 given = re.search(r"\d\s*%|[0-3]\s*\+|amplified|positive|negative", segment)
                 if not given and _PENDING.search(clause):
-                    found.append(_Candidate(which, "", line, 1, "pending"))
+                    found.append(_Candidate(which, "", line, 1, _why_withheld(clause)))
                     continue
                 found.append(_Candidate(which, segment.strip(" ,:"), line, 1))
         if _MARKER_IN_TEXT.search(f):
@@ -556,10 +569,15 @@ def _candidates(lines: list[_Line]) -> list[_Candidate]:
     return found
 
 
-def _verbatim(line: _Line, value: str) -> str:
-    """The value as it stands on the line (case and spacing of the page)."""
+def _verbatim(line: _Line, value: str, name: str = "") -> str:
+    """The value as it stands on the line (case and spacing of the page); of a margin
+    sentence, the clause that states the status."""
     if not value:
         return ""
+    if name == "margins":
+        for clause in re.split(r";|(?<=[A-Za-z%)\]])\.(?:\s|$)", line.text):
+            if margins_canonical(clause) is not None:
+                return clause.strip(" -\u2022*")
     pattern = r"\s*".join(re.escape(c) for c in re.sub(r"\s+", "", value)[:60])
     try:
         m = re.search(pattern, fold(line.text))
@@ -597,7 +615,7 @@ def _reading(name: str, cands: list[_Candidate], canon: str) -> Reading | None:
     level = best.level + (1 if others else 0)
     return Reading(
         name,
-        _verbatim(best.line, best.value) if best.level else (best.raw or best.value.strip()),
+        _verbatim(best.line, best.value, name) if best.level else (best.raw or best.value.strip()),
         value,
         best.line.text.strip(),
         best.line.page,
