@@ -535,10 +535,18 @@ def _candidates(lines: list[_Line]) -> list[_Candidate]:
             continue
         # Narrative: clauses that name one marker; diagnosis lines for the tumour.
         f = fold(text)
+        shorts = set(re.findall(r"(?<![A-Za-z])(ER|PR|PgR|PGR)(?![A-Za-z])", text))
+        shorts = {m.upper() for m in shorts}
         for clause in re.split(r";|(?<=[a-z%)\]])\.(?:\s|$)", f):
             if not clause.strip():
                 continue
-            marks = list(_MARKER_IN_TEXT.finditer(clause))
+            # "er" / "pr" are markers only where the page writes them in capitals (OCR breaks
+            # words into fragments like "und er").
+            marks = [
+                m
+                for m in _MARKER_IN_TEXT.finditer(clause)
+                if len(m.group(0).strip()) > 3 or m.group(0).strip().upper() in shorts
+            ]
             for i, m in enumerate(marks):
                 seg_start = m.start() if len(marks) > 1 else 0
                 seg_end = marks[i + 1].start() if i + 1 < len(marks) else len(clause)

@@ -266,3 +266,11 @@ def test_a_pending_receptor_is_withheld_not_reported():
     fields = screen(tpl, extract(tpl, [report]), [report])
     assert fields["er_status"].status == UNSUPPORTED
     assert evaluate(tpl, fields, [report]).overall > 0
+
+
+def test_an_ocr_fragment_er_is_not_the_estrogen_receptor():
+    report = """LEFT BREAST, EXCISION:
+COMMENT:
+Tumor cells und er the nipple are positive (90%) for cytokeratin.
+"""
+    assert "er_status" not in oncology.read([report])
