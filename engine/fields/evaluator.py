@@ -61,6 +61,7 @@ _EXPLAINED = frozenset(
         "no_unit",
         "uncertain_significance",
         "procedure",
+        "empty_box",
     }
 )
 CRITICAL, MAJOR, MINOR = "critical", "major", "minor"

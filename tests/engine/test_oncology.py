@@ -274,3 +274,16 @@ COMMENT:
 Tumor cells und er the nipple are positive (90%) for cytokeratin.
 """
     assert "er_status" not in oncology.read([report])
+
+
+def test_an_empty_institution_box_and_a_form_title_name_no_institution():
+    tpl = pathology_template()
+    report = """BREAST PATHOLOGY REPORTING FORM
+Institution: ________
+Requesting physician: ________
+Histologic Type: Invasive ductal carcinoma
+Estrogen Receptor: [X] Positive  [ ] Low positive  [ ] Negative   %: 80   Intensity: strong
+"""
+    fields = screen(tpl, extract(tpl, [report]), [report])
+    assert fields["institution"].status != FOUND and fields["institution"].value is None
+    assert fields["er_status"].canonical == "positive (80%, strong)"
