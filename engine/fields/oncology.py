@@ -696,6 +696,12 @@ def _her2_reading(cands: list[_Candidate]) -> Reading | None:
 
 
 def is_breast_report(pages: list[str]) -> bool:
+    """The report is about the breast (the reader and the meaning checks apply to it)."""
+    return _is_breast(tuple(pages))
+
+
+@lru_cache(maxsize=32)
+def _is_breast(pages: tuple[str, ...]) -> bool:
     text = fold("\n".join(pages))
     squashed = squash(text)
     return bool(
