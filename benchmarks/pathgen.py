@@ -33,11 +33,15 @@ from typing import Any
 SPLIT_FILE = Path(__file__).resolve().parent / "pathgen_split.json"
 LAYOUTS = ("synoptic", "narrative", "table", "form")
 VARIANTS = ("a", "b", "c")
+# Build-only variants added after the split was frozen: each draws the build positions of a
+# pool (d those of a, e those of b, never c's) plus wordings of its own (``extra``), such as a
+# CAP checklist's component rows; the held-out variant c is untouched by them.
+BUILD_EXTRA = ("d", "e")
 FIELDS = ("histology", "grade", "margins", "er_status", "pr_status", "her2_status")
 
 
 def templates() -> list[str]:
-    return [f"{layout}/{variant}" for layout in LAYOUTS for variant in VARIANTS]
+    return [f"{layout}/{variant}" for layout in LAYOUTS for variant in VARIANTS + BUILD_EXTRA]
 
 
 def split() -> dict[str, list[str]]:
@@ -52,7 +56,12 @@ def split_of(template: str) -> str:
 # -- wording pools: the variant owns positions (a: 0, 3, ...; b: 1, 4, ...; c: 2, 5, ...) ------
 
 
-def pick(rng: random.Random, variant: str, pool: list[str]) -> str:
+def pick(rng: random.Random, variant: str, pool: list[str], extra: list[str] | None = None) -> str:
+    if variant in BUILD_EXTRA:
+        k = BUILD_EXTRA.index(variant)
+        owned = [w for i, w in enumerate(pool) if i % 3 == k]
+        owned += [w for i, w in enumerate(extra or []) if i % 2 == k]
+        return rng.choice(owned or [w for i, w in enumerate(pool) if i % 3 != 2] or pool)
     owned = [w for i, w in enumerate(pool) if i % 3 == VARIANTS.index(variant)]
     return rng.choice(owned or pool)
 
@@ -236,6 +245,7 @@ def _tumour(rng: random.Random, variant: str) -> Tumour:
 
 
 ROMAN = {1: "I", 2: "II", 3: "III"}
+GRADE_RANGE = {1: "3-5", 2: "6-7", 3: "8-9"}
 DIFFERENTIATION = {
     1: "well differentiated",
     2: "moderately differentiated",
@@ -335,6 +345,16 @@ def grade_value(rng: random.Random, v: str, t: Tumour) -> str:
             f"Nottingham grade {g} ({DIFFERENTIATION[g]})",
             f"{ROMAN[g]}/III, total score {t.score}",
         ],
+        [
+            f"Grade {g} (score {GRADE_RANGE[g]})",
+            f"SBR grade {g} (score {t.score}/9)",
+            f"Grade: {ROMAN[g]}/III (Nottingham score {t.score})",
+            f"Overall Grade: Grade {g} (scores of {GRADE_RANGE[g]})",
+            f"Nottingham combined histologic grade {g} of 3 (total score = {t.score})",
+            f"Scarff-Bloom-Richardson grade {ROMAN[g]}",
+            f"Grade {g}",
+            f"Modified SBR: {t.tubules}+{t.nuclei}+{t.mitoses} = {t.score} (grade {g})",
+        ],
     )
 
 
@@ -352,6 +372,14 @@ def margin_value(rng: random.Random, v: str, t: Tumour) -> str:
                 f"Involved, {t.margin_side} margin",
                 f"Tumor extends to {t.margin_side} inked margin",
             ],
+            [
+                f"Involved by invasive carcinoma; margin(s) involved: {t.margin_side}",
+                f"Transected ({t.margin_side} margin)",
+                f"Positive for invasive carcinoma at the {t.margin_side} margin",
+                f"Carcinoma transected at {t.margin_side} margin",
+                "Involved",
+                f"Positive, {t.margin_side}",
+            ],
         )
     return pick(
         rng,
@@ -363,6 +391,16 @@ def margin_value(rng: random.Random, v: str, t: Tumour) -> str:
             f"Negative; distance to closest ({t.margin_side}) margin {mm}",
             f"Not involved, closest {mm} {t.margin_side}",
             f"Clear; tumor is {mm} from the {t.margin_side} margin",
+        ],
+        [
+            f"Uninvolved by invasive carcinoma; Distance from closest margin: {mm}",
+            f"Negative (closest margin {t.margin_side} at {mm})",
+            f"{'Close' if t.margin_mm < 2 else 'Free'} ({mm}, {t.margin_side} margin)",
+            f"Clear of invasive carcinoma, closest {t.margin_side} margin {mm}",
+            f"All margins free; closest: {t.margin_side} at {mm}",
+            f"{'Close (<2 mm)' if t.margin_mm < 2 else 'Negative'}; {mm} to {t.margin_side} margin",
+            f"Uninvolved; closest margin is {t.margin_side}, {mm} away",
+            f"Not involved by carcinoma ({mm} from the {t.margin_side} margin)",
         ],
     )
 
@@ -425,6 +463,31 @@ LABELS: dict[str, list[str]] = {
         "c-erbB-2 FISH",
     ],
 }
+
+# Labels only the build-only variants (d, e) also write, CAP checklist style.
+EXTRA_LABELS: dict[str, list[str]] = {
+    "grade": [
+        "Histologic Grade (Nottingham)",
+        "Overall Grade",
+        "SBR Grade",
+        "Grade (Nottingham modification of SBR)",
+        "Histologic Grade (Nottingham Histologic Score)",
+        "Grade",
+    ],
+    "margins": [
+        "Margins (Invasive Carcinoma)",
+        "Margin Status for Invasive Carcinoma",
+        "Surgical margins",
+        "Margin status",
+        "Excision margins",
+        "Margins, invasive carcinoma",
+    ],
+}
+
+
+def label(rng: random.Random, v: str, key: str) -> str:
+    return pick(rng, v, LABELS[key], EXTRA_LABELS.get(key))
+
 
 INSTITUTIONS = ["", "", "Riverside Regional Laboratory", "St. Anne's Hospital Pathology"]
 
@@ -634,6 +697,56 @@ def _pending_rows(rng: random.Random, v: str, plan: Plan, sep: str, addendum: bo
     return rows
 
 
+def _cap_grade_rows(rng: random.Random, v: str, t: Tumour, sep: str) -> list[str]:
+    """A CAP checklist's grade: a heading, the three component scores, the overall grade."""
+    g = t.grade
+    rows = [
+        pick(
+            rng,
+            v,
+            ["Histologic Grade (Nottingham Histologic Score)", "Histologic Grade (Nottingham)"],
+        )
+        + ("" if rng.random() < 0.5 else sep.rstrip())
+    ]
+    rows.append(f"Glandular (Acinar)/Tubular Differentiation{sep}Score {t.tubules}")
+    rows.append(f"Nuclear Pleomorphism{sep}Score {t.nuclei}")
+    rows.append(f"Mitotic Rate{sep}Score {t.mitoses}")
+    overall = pick(
+        rng,
+        v,
+        [],
+        [
+            f"Grade {g} (scores of {GRADE_RANGE[g]})",
+            f"Grade {g} (score {GRADE_RANGE[g]})",
+            f"{ROMAN[g]}/III",
+            f"Grade {g} (total score {t.score})",
+        ],
+    )
+    rows.append(f"Overall Grade{sep}{overall}")
+    return rows
+
+
+def _cap_margin_rows(rng: random.Random, v: str, t: Tumour, sep: str) -> list[str]:
+    """A CAP checklist's margins: status, then the closest margin and its distance apart."""
+    key = pick(rng, v, [], ["Margin Status for Invasive Carcinoma", "Margins"])
+    if t.margin_involved:
+        return [
+            f"{key}{sep}Invasive carcinoma present at margin",
+            f"Margin(s) Involved by Invasive Carcinoma{sep}{t.margin_side.capitalize()}",
+        ]
+    status = pick(
+        rng,
+        v,
+        [],
+        ["All margins negative for invasive carcinoma", "Uninvolved by invasive carcinoma"],
+    )
+    return [
+        f"{key}{sep}{status}",
+        f"Distance from Invasive Carcinoma to Closest Margin{sep}{t.margin_mm:g} mm",
+        f"Closest Margin(s) to Invasive Carcinoma{sep}{t.margin_side.capitalize()}",
+    ]
+
+
 def _synoptic(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
     sep = pick(rng, v, [": ", ": ", ":  ", ": ", ":\t", " - "])
     lines = [
@@ -648,13 +761,18 @@ def _synoptic(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
         )
     ]
     lines.append(f"Procedure{sep}{'Core needle biopsy' if plan.biopsy else 'Excision'}")
-    lines.append(f"{pick(rng, v, LABELS['histology'])}{sep}{_histology_text(t, plan)}")
+    lines.append(f"{label(rng, v, 'histology')}{sep}{_histology_text(t, plan)}")
     lines.append(f"Tumor Size{sep}{rng.randint(5, 40)} mm")
-    lines.append(f"{pick(rng, v, LABELS['grade'])}{sep}{grade_value(rng, v, t)}")
-    if plan.biopsy:
-        lines.append(f"{pick(rng, v, LABELS['margins'])}{sep}Not applicable")
+    if v in BUILD_EXTRA and rng.random() < 0.5:
+        lines += _cap_grade_rows(rng, v, t, sep)
     else:
-        lines.append(f"{pick(rng, v, LABELS['margins'])}{sep}{margin_value(rng, v, t)}")
+        lines.append(f"{label(rng, v, 'grade')}{sep}{grade_value(rng, v, t)}")
+    if plan.biopsy:
+        lines.append(f"{label(rng, v, 'margins')}{sep}Not applicable")
+    elif v in BUILD_EXTRA and rng.random() < 0.5:
+        lines += _cap_margin_rows(rng, v, t, sep)
+    else:
+        lines.append(f"{label(rng, v, 'margins')}{sep}{margin_value(rng, v, t)}")
     lines.append(f"Lymphovascular Invasion{sep}{rng.choice(['Not identified', 'Present'])}")
     if plan.pending or plan.addendum == "adds":
         lines += _pending_rows(rng, v, plan, sep, plan.addendum == "adds")
@@ -802,10 +920,10 @@ def _narrative_markers(rng: random.Random, v: str, t: Tumour, plan: Plan) -> str
 def _table(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
     lines = [pick(rng, v, ["DIAGNOSIS:", "FINAL DIAGNOSIS", "Diagnosis"])]
     lines.append(
-        f"{_histology_text(t, plan)}, {pick(rng, v, LABELS['grade']).lower()} {grade_value(rng, v, t)}."  # noqa: E501 (wording data)
+        f"{_histology_text(t, plan)}, {label(rng, v, 'grade').lower()} {grade_value(rng, v, t)}."
     )
     if not plan.biopsy:
-        lines.append(f"{pick(rng, v, LABELS['margins'])}: {margin_value(rng, v, t)}.")
+        lines.append(f"{label(rng, v, 'margins')}: {margin_value(rng, v, t)}.")
     lines.append("")
     bar = pick(rng, v, [" | ", "   ", " | ", "\t", "    ", " | "])
     lines.append(
@@ -867,22 +985,22 @@ def _form(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
     ]
     lines.append(f"Institution: {under}")
     lines.append(f"Requesting physician: {under}")
-    lines.append(f"{pick(rng, v, LABELS['histology'])}: {_histology_text(t, plan)}")
+    lines.append(f"{label(rng, v, 'histology')}: {_histology_text(t, plan)}")
     g = t.grade
     lines.append(
-        f"{pick(rng, v, LABELS['grade'])}: "
+        f"{label(rng, v, 'grade')}: "
         + " ".join(f"{_box(g == k)} {k}" for k in (1, 2, 3))
         + f"   Score: {t.score}"
     )
     if plan.biopsy:
         lines.append(
-            f"{pick(rng, v, LABELS['margins'])}: [ ] Involved  [ ] Not involved   Distance: {under}"
+            f"{label(rng, v, 'margins')}: [ ] Involved  [ ] Not involved   Distance: {under}"
         )
     else:
         inv = t.margin_involved
         dist = under if inv else f"{t.margin_mm:g} mm"
         lines.append(
-            f"{pick(rng, v, LABELS['margins'])}: {_box(inv)} Involved  {_box(not inv)} Not involved"
+            f"{label(rng, v, 'margins')}: {_box(inv)} Involved  {_box(not inv)} Not involved"
             f"   Distance: {dist}"
         )
     if plan.pending or plan.addendum == "adds":
