@@ -369,6 +369,7 @@ TRUST_LEVELS = 2  # how wide the deterministic reading that confirms an answer s
 UNCERTAIN_SPECIMEN = 0.8  # a tumour's property in a report with several tumours
 WITHDRAWN_COST = 2.0  # a withdrawn value weighs twice a reported one in expected precision
 UNCONFIRMED_TRUST = 0.5  # a breast report's tumour value whose meaning cannot be read
+UNSURE_TRUST = 0.7  # a breast report's grade or margin value that speaks against itself
 UNSEEN_REQUIRED = 0.1  # a required field no reading finds: a tenth of a miss
 
 
@@ -527,6 +528,10 @@ def _trust(spec: FieldSpec, extracted: ExtractedField, outline: Outline) -> floa
         # A breast report's receptor, HER2, histology, grade or margin value without a
         # meaning that can be read (any extractor's): the score does not vouch for it.
         trust = min(trust, UNCONFIRMED_TRUST)
+    elif oncology.doubt(spec.name, outline.pages, extracted.value):
+        # A grade naming two grades or at odds with its score, a margin both clear and
+        # involved: read, but the score does not vouch for it.
+        trust = min(trust, UNSURE_TRUST)
     return trust
 
 

@@ -36,6 +36,7 @@ MISSING = "missing"
 UNSUPPORTED = "unsupported"
 CONFIDENCE_BY_LEVEL = {0: 0.9, 1: 0.8, 2: 0.6}
 UNCONFIRMED_CONFIDENCE = 0.5  # a breast report's value whose meaning cannot be read
+UNSURE_CONFIDENCE = 0.6  # a grade or margin value that speaks against itself (oncology.doubt)
 
 
 @dataclass
@@ -165,20 +166,22 @@ def extract_field(
     spec: FieldSpec, pages: list[str], *, max_level: int, outline: Outline | None = None
 ) -> ExtractedField:
     outline = outline or outline_for(pages)
-    structured = _structured(spec, outline, max_level)
-    if structured is not None:
-        return structured
-    found = _find_field(spec, pages, max_level=max_level, outline=outline)
-    if (
-        spec.name in oncology.FIELDS
-        and found.status == FOUND
-        and oncology.is_breast_report(outline.pages)
-    ):
-        # A breast report's value its structure did not give: kept with its meaning, or, when
-        # it has none (not a receptor status, a HER2 result, a grade...), as a doubt.
-        found.canonical = oncology.canonical(spec.name, found.value)
-        if found.canonical is None:
-            found.confidence = min(found.confidence, UNCONFIRMED_CONFIDENCE)
+    found = _structured(spec, outline, max_level)
+    if found is None:
+        found = _find_field(spec, pages, max_level=max_level, outline=outline)
+        if (
+            spec.name in oncology.FIELDS
+            and found.status == FOUND
+            and oncology.is_breast_report(outline.pages)
+        ):
+            # A breast report's value its structure did not give: kept with its meaning, or,
+            # when it has none (not a receptor status, a HER2 result, a grade...), as a doubt.
+            found.canonical = oncology.canonical(spec.name, found.value)
+            if found.canonical is None:
+                found.confidence = min(found.confidence, UNCONFIRMED_CONFIDENCE)
+    if found.status == FOUND and oncology.doubt(spec.name, outline.pages, found.value):
+        # A grade or margin value that speaks against itself: kept, not vouched for.
+        found.confidence = min(found.confidence, UNSURE_CONFIDENCE)
     return found
 
 

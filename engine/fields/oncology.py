@@ -193,20 +193,38 @@ def histology_canonical(text: str) -> str | None:
     return None
 
 
-_ROMAN = {"i": 1, "ii": 2, "iii": 3, "1": 1, "2": 2, "3": 3, "l": 1}
+_ROMAN = {
+    "i": 1,
+    "ii": 2,
+    "iii": 3,
+    "1": 1,
+    "2": 2,
+    "3": 3,
+    "l": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+}
 
 
 def grade_canonical(text: str) -> str | None:
     f = fold(text)
+    # OCR's roman numerals: "grade lI", "Grade Il" are grade II.
+    f = re.sub(r"\b(grade\s*:?\s*|g\s?)([il]{1,3})\b", lambda m: m[1] + m[2].replace("l", "i"), f)
+    f = re.sub(r"\bg ?r ?a ?d ?e\b", "grade", f)  # OCR's "g rade"
+    # A sum of the three component scores ("2+3+2 = 7") states the score.
+    f = re.sub(r"\b[123]\s*\+\s*[123]\s*\+\s*[123]\s*=\s*([3-9])\b", r"score \1", f)
     g = None
     m = re.search(
         r"\[\s*x\s*\]\s*([123])\b|\bg\s?([123])\b|\bgrade\s*:?\s*(iii|ii|i|[123l])\b"
+        r"|\bg\s?(iii|ii)\b|\bgrade\s*:?\s*(one|two|three)\b"
         r"|^\s*(iii|ii|i|[123])\s*(?:/\s*(?:iii|3)|of\s*3|\(|,|$)",
         f,
     )
     if m:
         g = _ROMAN[next(x for x in m.groups() if x is not None)]
-    score_m = re.search(rf"{_loose('score')}\s*(?:of\s*)?:?\s*([3-9])\b", f)
+    # "score 6-7" is the range of scores a grade stands for, no tumour's score.
+    score_m = re.search(rf"{_loose('score')}\s*(?:of\s*)?[:=]?\s*([3-9])\b(?!\s*[-\u2013]\s*\d)", f)
     score = int(score_m.group(1)) if score_m else None
     if g is None and score is not None:
         g = 1 if score <= 5 else 2 if score <= 7 else 3
@@ -221,15 +239,18 @@ def grade_canonical(text: str) -> str | None:
 
 # Margin status words as ``squash`` spells them (broken words and l/I confusions undone).
 _MARGIN_CLEAR = re.compile(
-    r"notlnvolved|unlnvolved|negatlve|free|clear|no(?:lnvaslve)?(?:carclnoma|tumou?r)(?:at|on|ln)"
+    r"notlnvolved|unlnvolved|negatlve|free|clear|close(?!st)"
+    r"|no(?:lnvaslve)?(?:carclnoma|tumou?r)(?:at|on|ln)|nolnkontumou?r"
 )
 _MARGIN_INVOLVED = re.compile(
-    r"lnvolved|lnvolves|lnvolvlng|posltlve|presentat|at(?:the)?lnked|transected|extendsto"
+    r"lnvolved|lnvolves|lnvolvlng|posltlve|presentat|at(?:the)?lnk|transected|extendsto"
+    r"|lnkontumou?r"
 )
 
 
 def margins_canonical(text: str) -> str | None:
     f = re.sub(r"\s+", " ", fold(text))
+    f = re.sub(r"(?<![a-z0-9.])[li](?= ?mm\b)", "1", f)  # OCR's "l mm"
     f = re.sub(r"\[\s*\]\s*(?:not\s+)?i\s?n\s?v\s?o\s?l\s?v\s?e\s?d", " ", f)  # an empty box
     s = squash(f)
     clear = _MARGIN_CLEAR.search(s)
@@ -242,13 +263,69 @@ def margins_canonical(text: str) -> str | None:
         return None
     if status == "involved":
         return "involved"
-    mm = re.search(r"(\d+(?:\.\d+)?)\s*mm\b", f)
-    cm = re.search(r"(\d+(?:\.\d+)?)\s*cm\b", f)
+    # A distance stated as a bound ("close (<2 mm)", "> 10 mm") is a threshold, no distance.
+    mm = re.search(r"(?<![<>\d.])(?<![<>] )(\d+(?:\.\d+)?)\s*mm\b", f)
+    cm = re.search(r"(?<![<>\d.])(?<![<>] )(\d+(?:\.\d+)?)\s*cm\b", f)
     if mm:
         return f"not involved ({float(mm.group(1)):g} mm)"
     if cm:
         return f"not involved ({float(cm.group(1)) * 10:g} mm)"
     return "not involved"
+
+
+def _grade_numbers(f: str) -> set[int]:
+    found = set()
+    pattern = (
+        r"\bg\s?([123])\b|\bgrade\s*:?\s*(iii|ii|i|[123])\b(?:\s*(?:-|to|or)\s*(iii|ii|i|[123])\b)?"
+        r"|^\s*(iii|ii|i|[123])\s*(?:/|of)\s*(?:iii|3)\b"
+    )
+    for m in re.finditer(pattern, f):
+        for x in m.groups():
+            if x is not None:
+                found.add(_ROMAN[x])
+    return found
+
+
+def unsure(name: str, text: str | None) -> str:
+    """Why a grade or margin value, though it has a meaning, may not be read right ("" when
+    nothing speaks against it): a grade that names two grades ("grade 2-3") or disagrees with
+    its own score; a margin that states both a clear and an involved status, or calls it
+    close with no distance."""
+    if not text:
+        return ""
+    f = re.sub(r"\s+", " ", fold(text))
+    if name == "grade":
+        canon = grade_canonical(text)
+        if canon is None:
+            return ""
+        grades = _grade_numbers(f)
+        if len(grades) > 1:
+            return "two grades"
+        if re.search(
+            r"\b(?:well|moderately|poorly)\b[\s-]+(?:to|-)[\s-]+(?:well|moderately|poorly)", f
+        ):
+            return "two grades"
+        m = re.search(r"score (\d)", canon)
+        if m and grades:
+            score = int(m.group(1))
+            by_score = 1 if score <= 5 else 2 if score <= 7 else 3
+            if by_score not in grades:
+                return "grade and score disagree"
+        return ""
+    if name == "margins":
+        canon = margins_canonical(text)
+        if canon is None:
+            return ""
+        s = squash(re.sub(r"\[\s*\]\s*(?:not\s+)?i\s?n\s?v\s?o\s?l\s?v\s?e\s?d", " ", f))
+        cleared = re.sub(r"notlnvolved|unlnvolved|nonlnvolved", "", s)
+        clear = _MARGIN_CLEAR.search(cleared) or re.search(r"notlnvolved|unlnvolved", s)
+        involved = _MARGIN_INVOLVED.search(cleared)
+        if clear and involved:
+            return "clear and involved"
+        if canon == "not involved" and re.search(r"close(?!st)", s):
+            return "close, no distance"
+        return ""
+    return ""
 
 
 CANONICALISERS = {
@@ -310,6 +387,7 @@ class Reading:
     withheld: str = ""  # why there is no value: pending, empty box, previous biopsy
     addendum: bool = False
     sources: list[str] = field(default_factory=list)
+    unsure: str = ""  # why the value, as the page states it, may not be read right (``unsure``)
 
 
 @dataclass
@@ -509,10 +587,11 @@ def _value_of(key: str, value: str) -> tuple[str, str]:
             return "", "empty box"
         extras = _form_extras(value)
         return (f"{boxes} ({extras})" if extras else boxes), ""
-    if _PENDING.search(value) and not re.search(
+    # Folded: OCR writes "N0t applicable", "pend1ng".
+    if _PENDING.search(fold(value)) and not re.search(
         r"\d\s*%|\d\s*\+|positive|negative|amplified", fold(value)
     ):
-        return "", _why_withheld(value)
+        return "", _why_withheld(fold(value))
     return value, ""
 
 
@@ -527,12 +606,24 @@ def _candidates(lines: list[_Line]) -> list[_Candidate]:
         kv = _KEY_VALUE.match(text)
         key = _key_field(kv.group("k")) if kv else None
         if kv and key and key != "diagnosis":
-            value, why = _value_of(key, kv.group("v"))
+            given, rest = kv.group("v"), ""
+            stop = re.search(r"\.\s+(?=[A-Z])", given)
+            if stop and _MARKER_IN_TEXT.search(fold(given[stop.end() :])):
+                # "PgR: low positive, 1%, weak. HER2 is 3+, ...": the next sentence names
+                # another marker; it is read as a sentence.
+                given, rest = given[: stop.start()], given[stop.end() :]
+            value, why = _value_of(key, given)
             level = 0
             if re.search(r"\s\|\s|\t|\s{3,}", text) and not re.search(r":", text):
                 level = 0  # a table row
-            found.append(_Candidate(key, value, line, level, why, kv.group("v").strip()))
-            continue
+            found.append(_Candidate(key, value, line, level, why, given.strip()))
+            if key in ("grade", "margins") and _carcinoma(fold(kv.group("k"))):
+                # A diagnosis sentence whose grade wording has a colon ("Tubular carcinoma,
+                # histologic grade Grade: II/III"): its start is the tumour's type.
+                found.append(_Candidate("histology", kv.group("k"), line, 1))
+            if not rest:
+                continue
+            text = rest
         # Narrative: clauses that name one marker; diagnosis lines for the tumour.
         f = fold(text)
         shorts = set(re.findall(r"(?<![A-Za-z])(ER|PR|PgR|PGR)(?![A-Za-z])", text))
@@ -629,6 +720,7 @@ def _reading(name: str, cands: list[_Candidate], canon: str) -> Reading | None:
         best.line.page,
         min(level, 2),
         addendum=best.line.addendum,
+        unsure=unsure(name, best.raw or best.value),
     )
 
 
@@ -734,6 +826,22 @@ def _read(pages: tuple[str, ...]) -> dict[str, Reading]:
     if her2 is not None:
         out["her2_status"] = her2
     return out
+
+
+def doubt(name: str, pages: list[str], value: str | None) -> str:
+    """Why a breast report's grade or margin value may not be read right ("" when nothing
+    speaks against it): the value's own words, or those of the page's statement of the same
+    meaning (a tight value "Grade 2" of "Grade 2 (total score 8)")."""
+    if name not in ("grade", "margins") or not value or not is_breast_report(pages):
+        return ""
+    why = unsure(name, value)
+    if why:
+        return why
+    reading = read(pages).get(name)
+    meaning = canonical(name, value)
+    if reading is None or not reading.canonical or meaning is None:
+        return ""
+    return reading.unsure if same(name, reading.canonical, meaning) else ""
 
 
 def read(pages: list[str]) -> dict[str, Reading]:

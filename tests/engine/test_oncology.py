@@ -287,3 +287,143 @@ Estrogen Receptor: [X] Positive  [ ] Low positive  [ ] Negative   %: 80   Intens
     fields = screen(tpl, extract(tpl, [report]), [report])
     assert fields["institution"].status != FOUND and fields["institution"].value is None
     assert fields["er_status"].canonical == "positive (80%, strong)"
+
+
+# -- CAP checklist wordings (the build-only generator variants d, e) -------------------------------
+
+CAP = """SURGICAL PATHOLOGY REPORT
+RIGHT BREAST, LUMPECTOMY:
+CAP CANCER CHECKLIST
+Histologic Type: Invasive ductal carcinoma
+Histologic Grade (Nottingham Histologic Score)
+Glandular (Acinar)/Tubular Differentiation: Score 3
+Nuclear Pleomorphism: Score 2
+Mitotic Rate: Score 2
+Overall Grade: Grade 2 (scores of 6-7)
+Margin Status for Invasive Carcinoma: All margins negative for invasive carcinoma
+Distance from Invasive Carcinoma to Closest Margin: 4 mm
+Closest Margin(s) to Invasive Carcinoma: Anterior
+Estrogen Receptor (ER): Positive (90%, strong)
+"""
+
+
+def test_cap_checklist_component_rows_give_the_overall_grade_not_a_component_score():
+    got = canon(CAP)
+    # "scores of 6-7" is the range grade 2 stands for: no score of this tumour is read.
+    assert got["grade"] == "grade 2"
+    assert got["margins"] is not None and got["margins"].startswith("not involved")
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("Grade 2 (score 6-7)", "grade 2"),
+        ("Grade: II/III (Nottingham score 7)", "grade 2 (score 7)"),
+        ("SBR grade 3 (score 8/9)", "grade 3 (score 8)"),
+        ("Nottingham combined histologic grade 1 of 3 (total score = 5)", "grade 1 (score 5)"),
+        ("Scarff-Bloom-Richardson grade III", "grade 3"),
+        ("G II", "grade 2"),
+        ("Grade two (score 6)", "grade 2 (score 6)"),
+    ],
+)
+def test_grade_wordings_of_a_checklist(value, expected):
+    assert oncology.grade_canonical(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (
+            "Uninvolved by invasive carcinoma; Distance from closest margin: 4 mm",
+            "not involved (4 mm)",
+        ),
+        ("Close (0.5 mm, anterior margin)", "not involved (0.5 mm)"),
+        ("Close (<2 mm); 1 mm to superior margin", "not involved (1 mm)"),
+        ("Free (7 mm, medial margin)", "not involved (7 mm)"),
+        ("Clear of invasive carcinoma, closest lateral margin 3 mm", "not involved (3 mm)"),
+        ("Transected (inferior margin)", "involved"),
+        ("Carcinoma transected at posterior margin", "involved"),
+        ("Positive for invasive carcinoma at the medial margin", "involved"),
+        ("Involved", "involved"),
+        ("No ink on tumor; closest 2 mm", "not involved (2 mm)"),
+        ("Tumor at ink (anterior)", "involved"),
+    ],
+)
+def test_margin_wordings_of_a_checklist(value, expected):
+    assert oncology.margins_canonical(value) == expected
+
+
+@pytest.mark.parametrize(
+    "name, value, why",
+    [
+        ("grade", "Grade 2-3", "two grades"),
+        ("grade", "grade 2 or 3", "two grades"),
+        ("grade", "moderately to poorly differentiated", "two grades"),
+        ("grade", "Grade 2 (total score 8)", "grade and score disagree"),
+        ("grade", "II/III, total score 8", "grade and score disagree"),
+        ("grade", "Grade II/III (score 6)", ""),
+        ("grade", "Grade 2 (scores of 6-7)", ""),
+        (
+            "margins",
+            "Negative for invasive carcinoma; carcinoma involves the anterior margin",
+            "clear and involved",
+        ),
+        ("margins", "Close", "close, no distance"),
+        ("margins", "Close (1 mm, anterior)", ""),
+        ("margins", "Uninvolved by invasive carcinoma", ""),
+        ("margins", "Not involved, closest 4 mm lateral", ""),
+    ],
+)
+def test_a_grade_or_margin_that_speaks_against_itself_is_unsure(name, value, why):
+    assert oncology.unsure(name, value) == why
+
+
+def test_the_score_does_not_vouch_for_an_unsure_grade():
+    tpl = pathology_template()
+
+    def grade_score(grade_line: str) -> tuple[float, float]:
+        report = SYNOPTIC.replace(
+            "Grade 2 (tubules 3, nuclei 2, mitoses 1; total score 6/9)", grade_line
+        )
+        fields = screen(tpl, extract(tpl, [report]), [report])
+        return fields["grade"].confidence, evaluate(tpl, fields, [report]).overall
+
+    sure_conf, sure = grade_score("Grade 2 (total score 6)")
+    unsure_conf, unsure = grade_score("Grade 2 (total score 8)")
+    assert unsure_conf < sure_conf
+    assert unsure < sure
+
+
+def test_ocr_spellings_of_not_applicable_and_one_millimetre():
+    assert oncology.margins_canonical("Close (l mm, lateral margin).") == "not involved (1 mm)"
+    report = SYNOPTIC.replace(
+        "Negative for carcinoma; closest margin posterior, 3 mm", "N0t applicable"
+    )
+    margins = oncology.read([report])["margins"]
+    assert margins.value is None and margins.withheld == "not_performed"
+
+
+def test_ocr_broken_grade_words_and_a_component_sum():
+    assert oncology.grade_canonical("Mo dified SBR: 2+2+2 = 6 (g rade 2)") == "grade 2 (score 6)"
+    assert oncology.grade_canonical("NOTTINGHAM GRADE lI, MO DERATELY") == "grade 2"
+
+
+def test_a_labelled_value_followed_by_another_markers_sentence_gives_both():
+    report = (
+        "LEFT BREAST, EXCISION:\nInvasive ductal carcinoma.\n"
+        "PgR: low positive, 1%, weak. HER2 is 3+, positive by immunohistochemistry.\n"
+    )
+    assert canon(report)["pr_status"] == "low positive (1%, weak)"
+    assert canon(report)["her2_status"] == "positive (IHC 3+)"
+
+
+def test_a_grade_phrase_with_a_colon_in_a_diagnosis_keeps_the_histology():
+    report = (
+        "RIGHT BREAST, CORE BIOPSY:\nDIAGNOSIS:\n"
+        "Tubular adenocarcinoma, histologic grade (nottingham) "
+        "Grade: II/III (Nottingham score 6).\n"
+        "ER: Positive, 70%, moderate\n"
+    )
+    got = canon(report)
+    assert got["histology"] == "8211/3 tubular carcinoma"
+    assert got["grade"] == "grade 2 (score 6)"
