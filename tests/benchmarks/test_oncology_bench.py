@@ -45,6 +45,16 @@ def test_generated_documents_are_reproducible_and_held_out_wording_differs():
     assert not build & held
 
 
+def test_build_only_variants_draw_no_held_out_wording_and_leave_the_split_alone():
+    assert set(pathgen.split()["held_out"]) == {f"{lay}/c" for lay in pathgen.LAYOUTS}
+    for extra in pathgen.BUILD_EXTRA:
+        for key in ("grade", "margins", "er"):
+            held = {pathgen.pick(random.Random(i), "c", pathgen.LABELS[key]) for i in range(80)}
+            got = {pathgen.label(random.Random(i), extra, key) for i in range(80)}
+            assert got and not got & held
+        assert pathgen.split_of(f"synoptic/{extra}") == "build"
+
+
 def test_measure_prints_both_splits_side_by_side():
     def perfect(doc_type: str, pages: list[str], loop: bool) -> dict[str, Any]:
         doc = next(
@@ -57,6 +67,7 @@ def test_measure_prints_both_splits_side_by_side():
 
     metrics = oncology_bench.measure(perfect, per_template=2)
     assert metrics["held_out"]["all"]["precision"] == 1.0
-    assert metrics["build"]["all"]["band_documents"] == 16
+    build = [t for t in pathgen.templates() if pathgen.split_of(t) == "build"]
+    assert metrics["build"]["all"]["band_documents"] == 2 * len(build)
     report = oncology_bench.format_report(metrics)
     assert "synoptic/c" in report and "held_out" in report and "met" in report
