@@ -19,6 +19,7 @@ from typing import Any
 
 from engine import pipeline
 from engine.document import DocumentContext, HiddenText, SecondOpinion
+from engine.fields import oncology
 from engine.schemas import DOC_TYPES, ClassificationOutput, Decision
 
 LABELS = [t.value for t in DOC_TYPES]
@@ -385,11 +386,21 @@ def _norm(value: Any) -> str:
 _SHORT_TOKEN = re.compile(r"[0-9ivx]{1,3}\+?|g[1-4x]")
 
 
-def value_matches(expected: Any, predicted: Any) -> bool:
-    """Text values match when one contains the other (at least 3 characters). A short value
+def value_matches(
+    expected: Any, predicted: Any, *, name: str = "", canonical: str | None = None
+) -> bool:
+    """A field with canonical values (``engine.fields.oncology``: receptors, HER2, histology,
+    grade, margins) matches by meaning when both values have one ("strongly positive" and
+    "Positive (95%)" agree; ``canonical`` is the extractor's own reading of ``predicted``).
+    Otherwise text values match when one contains the other (at least 3 characters). A short value
     ("2", "G3", "1+") matches a longer one that states it as a whole word and states no other
     short value: "grade 2" and "Nottingham grade 2 (tubules 3, ...)" match "2"; "grade 2 of
     3" matches neither "2" nor "3"."""
+    if name in oncology.CANONICALISERS:
+        e_canon = oncology.canonical(name, expected)
+        p_canon = canonical or oncology.canonical(name, predicted)
+        if e_canon is not None and p_canon is not None:
+            return oncology.same(name, e_canon, p_canon)
     e, p = _norm(expected), _norm(predicted)
     if not e or not p:
         return False
@@ -409,7 +420,9 @@ class FieldCounts:
     fp: int = 0
     fn: int = 0
 
-    def add(self, expected: Any, predicted: Any) -> None:
+    def add(
+        self, expected: Any, predicted: Any, *, name: str = "", canonical: str | None = None
+    ) -> None:
         if isinstance(expected, list) or isinstance(predicted, list):
             exp = expected or []
             pred = predicted if isinstance(predicted, list) else ([predicted] if predicted else [])
@@ -421,7 +434,7 @@ class FieldCounts:
             self.fp += predicted is not None
         elif predicted is None:
             self.fn += 1
-        elif value_matches(expected, predicted):
+        elif value_matches(expected, predicted, name=name, canonical=canonical):
             self.tp += 1
         else:
             self.fp += 1
@@ -568,11 +581,12 @@ def evaluate_field_cases(
             iterations.append(result["iterations"])
             scores.append(result["score"])
             document = FieldCounts()
+            canonicals = result.get("canonical") or {}
             for name, expected in case.expected.items():
                 predicted = result["values"].get(name)
-                per_field.setdefault(name, FieldCounts()).add(expected, predicted)
-                totals.add(expected, predicted)
-                document.add(expected, predicted)
+                canon = canonicals.get(name)
+                for counts in (per_field.setdefault(name, FieldCounts()), totals, document):
+                    counts.add(expected, predicted, name=name, canonical=canon)
             per_document.append((case.doc_type, result["score"], document))
         bands = _bands([(score, counts) for _, score, counts in per_document])
         high = bands[0]

@@ -34,6 +34,7 @@ from documents.boxes import span_rects
 from documents.models import Document, Page
 from engine import quality
 from engine.fields.library import find_template
+from engine.fields.templates import Tier
 from engine.schemas import DISPLAY_NAMES, DOC_TYPES, ClassificationOutput
 from engine.verifiers.v3_domain import UNTRUSTED_TEXT_CODES
 from reliability import llm_runtime
@@ -419,10 +420,38 @@ def packet_attempts(packet: ReviewPacket) -> list[Attempt]:
     )
 
 
+UNCERTAIN_STATUSES = frozenset({"missing", "ambiguous"})
+SURE = 0.9  # a value read at the first search level: under its label, cleanly
+VOUCHED_SCORE = 0.95  # the loop's score from which its values are vouched for
+
+
+def uncertain_fields(doc_type: str, stored: dict[str, Any]) -> list[str]:
+    """The required and important fields of an extraction that a reader must check: stated
+    but not read, several values, a value withdrawn, or a value read less surely than under
+    its label (``SURE``)."""
+    template = find_template(packs(), doc_type)
+    if template is None:
+        return []
+    names = []
+    for spec in template.fields:
+        if spec.tier == Tier.OPTIONAL or spec.name not in stored:
+            continue
+        data = stored[spec.name] or {}
+        status = data.get("status")
+        withdrawn = data.get("withdrawn") not in (None, "", [])
+        unsure = status == "found" and float(data.get("confidence") or 0.0) < SURE
+        if status in UNCERTAIN_STATUSES or withdrawn or unsure:
+            names.append(spec.name)
+    return names
+
+
 def packet_extractions(packet: ReviewPacket) -> list[dict[str, Any]]:
+    """Each extraction of the packet's run with its fields for the page, the fields a reader
+    must check (``uncertain``) and whether its score vouches for its values."""
     rows = []
     for extraction in Extraction.objects.filter(run_id=packet.run_id).order_by("segment_index"):
         fields = []
+        uncertain = uncertain_fields(extraction.doc_type, extraction.fields)
         for name in in_template_order(extraction.doc_type, list(extraction.fields)):
             data = extraction.fields[name]
             key = f"{extraction.segment_index}:{name}"
@@ -438,9 +467,19 @@ def packet_extractions(packet: ReviewPacket) -> list[dict[str, Any]]:
                     "confidence": data.get("confidence"),
                     "snippet": data.get("snippet"),
                     "page": data.get("page"),
+                    "canonical": data.get("canonical"),
+                    "uncertain": name in uncertain,
                 }
             )
-        rows.append({"extraction": extraction, "fields": fields})
+        score = extraction.final_score
+        rows.append(
+            {
+                "extraction": extraction,
+                "fields": fields,
+                "uncertain": uncertain,
+                "vouched": score is not None and score >= VOUCHED_SCORE and not uncertain,
+            }
+        )
     return rows
 
 

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from engine.fields import oncology
 from engine.fields.finders import presence
 from engine.fields.offline_extractor import (
     AMBIGUOUS,
@@ -60,6 +61,7 @@ _EXPLAINED = frozenset(
         "no_unit",
         "uncertain_significance",
         "procedure",
+        "empty_box",
     }
 )
 CRITICAL, MAJOR, MINOR = "critical", "major", "minor"
@@ -366,6 +368,8 @@ UNKNOWN_SOURCE_TRUST = 0.9  # an extractor that gives no level (an LLM), unconfi
 TRUST_LEVELS = 2  # how wide the deterministic reading that confirms an answer searches
 UNCERTAIN_SPECIMEN = 0.8  # a tumour's property in a report with several tumours
 WITHDRAWN_COST = 2.0  # a withdrawn value weighs twice a reported one in expected precision
+UNCONFIRMED_TRUST = 0.5  # a breast report's tumour value whose meaning cannot be read
+UNSURE_TRUST = 0.7  # a breast report's grade or margin value that speaks against itself
 UNSEEN_REQUIRED = 0.1  # a required field no reading finds: a tenth of a miss
 
 
@@ -446,6 +450,18 @@ def _value_problems(
     single = ExtractedField(spec.name, value, FOUND, extracted.confidence, snippet, extracted.page)
     if not snippet or not _grounded(single, pages):
         return [UNGROUNDED]
+    reading = oncology.read(pages).get(spec.name) if spec.name in oncology.FIELDS else None
+    structured = (
+        reading is not None
+        and reading.canonical is not None
+        and reading.value == value
+        and reading.snippet == snippet
+    )
+    # A breast report's value that its structure reader gives on the same line has passed that
+    # reader's own rules (history, previous biopsy, pending, empty box, node specimen,
+    # addendum); the span heuristics would second-guess the structure.
+    if structured:
+        return []  # its canonical value is its proof of form too
     why = examine(spec, outline, locate(outline, extracted.page, snippet, value), value)
     if why:
         return why
@@ -503,6 +519,19 @@ def _trust(spec: FieldSpec, extracted: ExtractedField, outline: Outline) -> floa
         trust *= 0.5
     if spec.finder in TUMOUR_PROPERTIES and several_tumours(outline):
         trust *= UNCERTAIN_SPECIMEN
+    if (
+        spec.name in oncology.FIELDS
+        and extracted.value is not None
+        and oncology.is_breast_report(outline.pages)
+        and (extracted.canonical or oncology.canonical(spec.name, extracted.value)) is None
+    ):
+        # A breast report's receptor, HER2, histology, grade or margin value without a
+        # meaning that can be read (any extractor's): the score does not vouch for it.
+        trust = min(trust, UNCONFIRMED_TRUST)
+    elif oncology.doubt(spec.name, outline.pages, extracted.value):
+        # A grade naming two grades or at odds with its score, a margin both clear and
+        # involved: read, but the score does not vouch for it.
+        trust = min(trust, UNSURE_TRUST)
     return trust
 
 

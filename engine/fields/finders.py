@@ -979,7 +979,10 @@ _GENERIC_ORG_WORDS = words(
     "genomics patient center centre medical hospital institute university clinic associates "
     "llc inc inc. ps pc improvement amendments "
 )
-_REPORT_AFTER = re.compile(r"\s+(?:report|department|section|consultation)\b", re.IGNORECASE)
+_REPORT_AFTER = re.compile(
+    r"\s+(?:report|reporting|department|section|consultation|form|proforma|request)\b",
+    re.IGNORECASE,
+)
 _COPYRIGHT = re.compile(r"\u00a9|\(c\)\s*(?:19|20)\d{2}|\bcopyright\b", re.IGNORECASE)
 
 

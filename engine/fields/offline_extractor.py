@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from engine.fields import oncology
 from engine.fields.finders import FINDERS, MAX_LEVEL, Hit, presence
 from engine.fields.labelled import find_labelled
 from engine.fields.sections import Outline
@@ -34,6 +35,8 @@ MISSING = "missing"
 # addendum, a prior study's value, another specimen's): nothing is reported.
 UNSUPPORTED = "unsupported"
 CONFIDENCE_BY_LEVEL = {0: 0.9, 1: 0.8, 2: 0.6}
+UNCONFIRMED_CONFIDENCE = 0.5  # a breast report's value whose meaning cannot be read
+UNSURE_CONFIDENCE = 0.6  # a grade or margin value that speaks against itself (oncology.doubt)
 
 
 @dataclass
@@ -49,6 +52,7 @@ class ExtractedField:
     span: list[int] | None = None  # [page, start, end] of the value in the page's text
     unsupported: list[str] = field(default_factory=list)  # why a value was not reported
     withdrawn: Any = None  # the value an extractor gave that its span does not support
+    canonical: str | None = None  # the value's meaning (``oncology``): "positive (90%, strong)"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -109,10 +113,81 @@ def _as_span(span: Span | None) -> list[int] | None:
     return [span.page, span.start, span.end] if span is not None else None
 
 
+def _structured(spec: FieldSpec, outline: Outline, max_level: int) -> ExtractedField | None:
+    """A breast report's value read from its structure (``oncology.read``): the verbatim
+    value with its canonical meaning, read at the level its reading earned; or the field
+    withheld (pending, an empty box); None when the structure gives nothing. When the
+    finders read the same meaning, their (tighter) verbatim value and span are kept."""
+    if spec.name not in oncology.FIELDS:
+        return None
+    reading = oncology.read(outline.pages).get(spec.name)
+    if reading is None:
+        return None
+    finders = _find_field(spec, outline.pages, max_level=max_level, outline=outline)
+    if reading.value is None:
+        if finders.status == UNSUPPORTED:
+            return finders
+        return ExtractedField(
+            spec.name,
+            None,
+            UNSUPPORTED,
+            0.0,
+            reading.snippet,
+            reading.page,
+            None,
+            unsupported=[reading.withheld],
+        )
+    meaning = oncology.canonical(spec.name, finders.value) if finders.status == FOUND else None
+    if (
+        meaning is not None
+        and reading.canonical
+        and oncology.same(spec.name, reading.canonical, meaning)
+    ):
+        finders.canonical = reading.canonical
+        # Two readings agree: the surer one's level.
+        finders.level = min(reading.level, finders.level if finders.level is not None else 2)
+        finders.confidence = CONFIDENCE_BY_LEVEL[finders.level]
+        return finders
+    span = locate(outline, reading.page, reading.snippet, reading.value)
+    return ExtractedField(
+        spec.name,
+        reading.value,
+        FOUND,
+        CONFIDENCE_BY_LEVEL[reading.level],
+        reading.snippet,
+        reading.page,
+        reading.level,
+        span=_as_span(span),
+        canonical=reading.canonical,
+    )
+
+
 def extract_field(
     spec: FieldSpec, pages: list[str], *, max_level: int, outline: Outline | None = None
 ) -> ExtractedField:
     outline = outline or outline_for(pages)
+    found = _structured(spec, outline, max_level)
+    if found is None:
+        found = _find_field(spec, pages, max_level=max_level, outline=outline)
+        if (
+            spec.name in oncology.FIELDS
+            and found.status == FOUND
+            and oncology.is_breast_report(outline.pages)
+        ):
+            # A breast report's value its structure did not give: kept with its meaning, or,
+            # when it has none (not a receptor status, a HER2 result, a grade...), as a doubt.
+            found.canonical = oncology.canonical(spec.name, found.value)
+            if found.canonical is None:
+                found.confidence = min(found.confidence, UNCONFIRMED_CONFIDENCE)
+    if found.status == FOUND and oncology.doubt(spec.name, outline.pages, found.value):
+        # A grade or margin value that speaks against itself: kept, not vouched for.
+        found.confidence = min(found.confidence, UNSURE_CONFIDENCE)
+    return found
+
+
+def _find_field(
+    spec: FieldSpec, pages: list[str], *, max_level: int, outline: Outline
+) -> ExtractedField:
     rejected: list[tuple[Hit, list[str]]] = []
     for level in range(0, max_level + 1):
         found, dropped = _screen(spec, outline, hits_at(spec, outline, level))

@@ -37,6 +37,7 @@ OTHER_SPECIMEN = "other_specimen"
 NO_UNIT = "no_unit"
 UNCERTAIN = "uncertain_significance"
 PROCEDURE = "procedure"
+EMPTY_BOX = "empty_box"  # a printed box or line with nothing written in it
 
 MESSAGES = {
     NEGATED: "the text denies it",
@@ -47,6 +48,7 @@ MESSAGES = {
     NO_UNIT: "the value is given without its unit",
     UNCERTAIN: "a variant of unknown significance, not a reported finding",
     PROCEDURE: "the value describes how the examination was done, not a finding",
+    EMPTY_BOX: "the printed box or line is empty",
 }
 
 # Finder names by kind of field.
@@ -285,7 +287,9 @@ def examine(spec: FieldSpec, outline: Outline, span: Span | None, value: str) ->
     """Why this span does not support this value of this field; empty when it does."""
     reasons: list[str] = []
     finder = spec.finder or ("text" if spec.format == "text" else spec.format)
-    if _ONLY_DEFERRAL.match(value):
+    if not re.search(r"[^\W_]", value):
+        reasons.append(EMPTY_BOX)  # "________", "[   ]": a form's blank, not a value
+    elif _ONLY_DEFERRAL.match(value):
         reasons.append(DEFERRED)
     elif _NO_VALUE.match(value):
         reasons.append(NOT_PERFORMED)

@@ -493,9 +493,12 @@ def test_the_loop_reads_a_whole_breast_report_and_scores_it_as_complete():
         "report_date": "04/12/2011",
         "institution": "Memorial Regional Hospital",
     }
+    # The breast report's structure reader reads the margin sentence in the first pass
+    # (before it, the loop had to widen the search for it in a second iteration).
     first = result.iterations[0]
-    assert first.fields["margins"].status == "missing" and first.evaluation.overall < 0.95
-    assert result.final_score >= 0.95 and len(result.iterations) == 2
+    assert first.fields["margins"].status == "found"
+    assert first.fields["margins"].canonical == "not involved (4 mm)"
+    assert result.final_score >= 0.95 and len(result.iterations) == 1
 
 
 def test_outlines_are_parsed_once_per_document():

@@ -373,7 +373,17 @@ class Command(BaseCommand):
             name: (f.value if f.status == "found" else None)
             for name, f in result.best.fields.items()
         }
-        return {"values": values, "iterations": len(result.iterations), "score": result.final_score}
+        canonical = {
+            name: f.canonical
+            for name, f in result.best.fields.items()
+            if f.status == "found" and f.canonical
+        }
+        return {
+            "values": values,
+            "canonical": canonical,
+            "iterations": len(result.iterations),
+            "score": result.final_score,
+        }
 
 
 def _versions(counts: Any) -> list[dict[str, Any]]:

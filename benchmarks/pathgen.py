@@ -1,0 +1,1174 @@
+"""Generated breast pathology reports with their true canonical values (issue 37).
+
+A *template* is a layout (synoptic checklist, narrative, table, institution form) and a wording
+variant (``a``, ``b``, ``c``); every phrase the generator writes comes from a pool of wordings,
+and variant ``v`` draws only from the wordings at the positions that variant owns, so the
+held-out variant shares no wording choice with the build variants. Every document also draws
+the classes of difficulty a real report has: OCR noise (broken words, wrapped lines, l/1 and
+O/0 confusions), addenda that add or correct receptor results (the later supersedes), several
+specimens, results pending or sent out, a result quoted from a previous biopsy (not a value),
+ICD-O codes beside the words, printed labels with empty boxes (not a value).
+
+The split is frozen in ``pathgen_split.json`` (committed before the reader was tuned): its
+``held_out`` templates are measured, never looked at while building.
+
+Truth is canonical (see ``engine.fields.oncology``): ER/PR ``positive`` / ``negative`` /
+``low positive`` with the percentage and intensity; HER2 ``positive`` / ``negative`` /
+``equivocal`` by the ASCO/CAP rule; histology as its ICD-O code and WHO term; Nottingham grade
+with its score; margins ``involved`` / ``not involved`` with the closest distance. ``None``:
+the report gives no current value.
+
+Pure: no Django.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SPLIT_FILE = Path(__file__).resolve().parent / "pathgen_split.json"
+LAYOUTS = ("synoptic", "narrative", "table", "form")
+VARIANTS = ("a", "b", "c")
+# Build-only variants added after the split was frozen: each draws the build positions of a
+# pool (d those of a, e those of b, never c's) plus wordings of its own (``extra``), such as a
+# CAP checklist's component rows; the held-out variant c is untouched by them.
+BUILD_EXTRA = ("d", "e")
+FIELDS = ("histology", "grade", "margins", "er_status", "pr_status", "her2_status")
+
+
+def templates() -> list[str]:
+    return [f"{layout}/{variant}" for layout in LAYOUTS for variant in VARIANTS + BUILD_EXTRA]
+
+
+def split() -> dict[str, list[str]]:
+    data: dict[str, list[str]] = json.loads(SPLIT_FILE.read_text())
+    return data
+
+
+def split_of(template: str) -> str:
+    return "held_out" if template in split()["held_out"] else "build"
+
+
+# -- wording pools: the variant owns positions (a: 0, 3, ...; b: 1, 4, ...; c: 2, 5, ...) ------
+
+
+def pick(rng: random.Random, variant: str, pool: list[str], extra: list[str] | None = None) -> str:
+    if variant in BUILD_EXTRA:
+        k = BUILD_EXTRA.index(variant)
+        owned = [w for i, w in enumerate(pool) if i % 3 == k]
+        owned += [w for i, w in enumerate(extra or []) if i % 2 == k]
+        return rng.choice(owned or [w for i, w in enumerate(pool) if i % 3 != 2] or pool)
+    owned = [w for i, w in enumerate(pool) if i % 3 == VARIANTS.index(variant)]
+    return rng.choice(owned or pool)
+
+
+HISTOLOGY = [
+    # (ICD-O code, WHO term, wordings)
+    (
+        "8500/3",
+        "invasive carcinoma of no special type",
+        [
+            "Invasive ductal carcinoma",
+            "Infiltrating ductal carcinoma",
+            "Invasive carcinoma of no special type (ductal)",
+            "Invasive ductal carcinoma, NOS",
+            "Infiltrating duct carcinoma",
+            "Invasive mammary carcinoma, ductal type",
+        ],
+    ),
+    (
+        "8520/3",
+        "invasive lobular carcinoma",
+        [
+            "Invasive lobular carcinoma",
+            "Infiltrating lobular carcinoma",
+            "Invasive lobular carcinoma, classic type",
+            "Lobular carcinoma, invasive",
+            "Infiltrating lobular carcinoma, classic",
+            "Invasive mammary carcinoma, lobular type",
+        ],
+    ),
+    (
+        "8522/3",
+        "mixed ductal and lobular carcinoma",
+        [
+            "Invasive carcinoma with ductal and lobular features",
+            "Mixed ductal and lobular carcinoma",
+            "Infiltrating duct and lobular carcinoma",
+            "Invasive mixed ductal and lobular carcinoma",
+            "Invasive carcinoma, mixed ductal and lobular type",
+            "Infiltrating ductal and lobular carcinoma",
+        ],
+    ),
+    (
+        "8480/3",
+        "mucinous carcinoma",
+        [
+            "Mucinous carcinoma",
+            "Invasive mucinous carcinoma",
+            "Mucinous (colloid) carcinoma",
+            "Colloid carcinoma",
+            "Invasive mucinous carcinoma, pure",
+            "Mucinous adenocarcinoma",
+        ],
+    ),
+    (
+        "8211/3",
+        "tubular carcinoma",
+        [
+            "Tubular carcinoma",
+            "Invasive tubular carcinoma",
+            "Tubular carcinoma, invasive",
+            "Tubular adenocarcinoma",
+            "Invasive carcinoma, tubular type",
+            "Well-formed tubular carcinoma",
+        ],
+    ),
+]
+INTENSITY = ["weak", "moderate", "strong"]
+
+
+@dataclass
+class Receptor:
+    percent: int  # 0..100
+    intensity: str  # weak, moderate, strong ("" when negative)
+
+    @property
+    def category(self) -> str:
+        if self.percent < 1:
+            return "negative"
+        return "low positive" if self.percent <= 10 else "positive"
+
+    def canonical(self) -> str:
+        if self.category == "negative":
+            return "negative"
+        return f"{self.category} ({self.percent}%, {self.intensity})"
+
+
+@dataclass
+class Her2:
+    ihc: int  # 0..3
+    ish: str  # "amplified", "not amplified", "" (not done)
+    ratio: float = 0.0
+
+    @property
+    def category(self) -> str:
+        if self.ihc == 3:
+            return "positive"
+        if self.ihc == 2:
+            if self.ish == "amplified":
+                return "positive"
+            if self.ish == "not amplified":
+                return "negative"
+            return "equivocal"
+        if self.ish == "amplified":
+            return "positive"
+        return "negative"
+
+
+@dataclass
+class Tumour:
+    histology: int  # index into HISTOLOGY
+    wording: str
+    tubules: int
+    nuclei: int
+    mitoses: int
+    er: Receptor
+    pr: Receptor
+    her2: Her2
+    margin_involved: bool
+    margin_mm: float
+    margin_side: str
+
+    @property
+    def score(self) -> int:
+        return self.tubules + self.nuclei + self.mitoses
+
+    @property
+    def grade(self) -> int:
+        return 1 if self.score <= 5 else 2 if self.score <= 7 else 3
+
+
+@dataclass
+class Generated:
+    key: str
+    template: str
+    text: str
+    truth: dict[str, Any]
+    features: list[str] = field(default_factory=list)
+
+
+def _receptor(rng: random.Random) -> Receptor:
+    roll = rng.random()
+    if roll < 0.25:
+        return Receptor(0, "")
+    if roll < 0.4:
+        return Receptor(rng.choice([1, 2, 5, 8, 10]), rng.choice(INTENSITY[:2]))
+    return Receptor(rng.choice([20, 40, 60, 70, 80, 90, 95, 100]), rng.choice(INTENSITY[1:]))
+
+
+def _her2(rng: random.Random) -> Her2:
+    ihc = rng.choice([0, 1, 1, 2, 2, 3])
+    if ihc == 2:
+        ish = rng.choice(["amplified", "not amplified", ""])
+    else:
+        ish = rng.choice(["", "", "not amplified" if ihc < 3 else "amplified"])
+    ratio = (
+        round(rng.uniform(2.2, 5.0), 1)
+        if ish == "amplified"
+        else round(rng.uniform(1.0, 1.8), 1)
+        if ish
+        else 0.0
+    )
+    return Her2(ihc, ish, ratio)
+
+
+def _tumour(rng: random.Random, variant: str) -> Tumour:
+    h = rng.randrange(len(HISTOLOGY))
+    return Tumour(
+        h,
+        pick(rng, variant, HISTOLOGY[h][2]),
+        rng.randint(1, 3),
+        rng.randint(1, 3),
+        rng.randint(1, 3),
+        _receptor(rng),
+        _receptor(rng),
+        _her2(rng),
+        rng.random() < 0.25,
+        rng.choice([0.5, 1, 2, 3, 4, 5, 7, 8, 10, 12]),
+        rng.choice(["anterior", "posterior", "superior", "inferior", "medial", "lateral"]),
+    )
+
+
+ROMAN = {1: "I", 2: "II", 3: "III"}
+GRADE_RANGE = {1: "3-5", 2: "6-7", 3: "8-9"}
+DIFFERENTIATION = {
+    1: "well differentiated",
+    2: "moderately differentiated",
+    3: "poorly differentiated",
+}
+
+
+# -- phrases ---------------------------------------------------------------------------------------
+
+
+def receptor_value(rng: random.Random, v: str, r: Receptor) -> str:
+    if r.category == "negative":
+        return pick(
+            rng,
+            v,
+            [
+                "Negative (0%)",
+                "NEGATIVE (no staining)",
+                "Negative, 0% of tumor cells",
+                "Negative (<1% staining)",
+                "Negative - no nuclear staining",
+                "0% - negative",
+            ],
+        )
+    p, i = r.percent, r.intensity
+    if r.category == "low positive":
+        return pick(
+            rng,
+            v,
+            [
+                f"Low positive ({p}%, {i})",
+                f"LOW POSITIVE, {p}% of tumor cells, {i} intensity",
+                f"Low positive ({p}% {i} nuclear staining)",
+                f"Positive, low ({p}%, {i})",
+                f"Low Positive: {p}% of cells, {i} intensity",
+                f"{p}% {i} staining (low positive)",
+            ],
+        )
+    return pick(
+        rng,
+        v,
+        [
+            f"Positive ({p}%, {i})",
+            f"POSITIVE, {p}% of tumor cells, {i} intensity",
+            f"Positive ({p}% {i} nuclear staining)",
+            f"Positive, {p}%, {i}",
+            f"Positive: {p}% of cells, {i} intensity",
+            f"{p}% {i} staining (positive)",
+        ],
+    )
+
+
+def her2_ihc_value(rng: random.Random, v: str, h: Her2) -> str:
+    word = {0: "negative", 1: "negative", 2: "equivocal", 3: "positive"}[h.ihc]
+    s = f"{h.ihc}+" if h.ihc else "0"
+    return pick(
+        rng,
+        v,
+        [
+            f"{s} ({word})",
+            f"Score {s}, {word.upper()}",
+            f"{word.capitalize()} (score {s})",
+            f"{s}, {word}",
+            f"IHC score {s} - {word}",
+            f"{word.capitalize()}, {s}",
+        ],
+    )
+
+
+def her2_ish_value(rng: random.Random, v: str, h: Her2) -> str:
+    word = "Amplified" if h.ish == "amplified" else "Not amplified"
+    return pick(
+        rng,
+        v,
+        [
+            f"{word} (HER2/CEP17 ratio {h.ratio})",
+            f"{word.upper()}, ratio {h.ratio}",
+            f"{word}; HER2:CEP17 ratio = {h.ratio}",
+            f"{word} (ratio {h.ratio})",
+            f"{word}, HER2/CEP17 {h.ratio}",
+            f"Ratio {h.ratio}: {word.lower()}",
+        ],
+    )
+
+
+def grade_value(rng: random.Random, v: str, t: Tumour) -> str:
+    g = t.grade
+    return pick(
+        rng,
+        v,
+        [
+            f"Grade {g} (tubules {t.tubules}, nuclei {t.nuclei}, mitoses {t.mitoses}; "
+            f"total score {t.score}/9)",
+            f"G{g}, score {t.score}",
+            f"{g} of 3 (score {t.score} of 9)",
+            f"Grade {ROMAN[g]} (score {t.score})",
+            f"Nottingham grade {g} ({DIFFERENTIATION[g]})",
+            f"{ROMAN[g]}/III, total score {t.score}",
+        ],
+        [
+            f"Grade {g} (score {GRADE_RANGE[g]})",
+            f"SBR grade {g} (score {t.score}/9)",
+            f"Grade: {ROMAN[g]}/III (Nottingham score {t.score})",
+            f"Overall Grade: Grade {g} (scores of {GRADE_RANGE[g]})",
+            f"Nottingham combined histologic grade {g} of 3 (total score = {t.score})",
+            f"Scarff-Bloom-Richardson grade {ROMAN[g]}",
+            f"Grade {g}",
+            f"Modified SBR: {t.tubules}+{t.nuclei}+{t.mitoses} = {t.score} (grade {g})",
+        ],
+    )
+
+
+def margin_value(rng: random.Random, v: str, t: Tumour) -> str:
+    mm = f"{t.margin_mm:g} mm"
+    if t.margin_involved:
+        return pick(
+            rng,
+            v,
+            [
+                f"Involved by invasive carcinoma ({t.margin_side} margin)",
+                f"POSITIVE - tumor at inked {t.margin_side} margin",
+                f"Invasive carcinoma present at the {t.margin_side} margin",
+                f"Positive ({t.margin_side})",
+                f"Involved, {t.margin_side} margin",
+                f"Tumor extends to {t.margin_side} inked margin",
+            ],
+            [
+                f"Involved by invasive carcinoma; margin(s) involved: {t.margin_side}",
+                f"Transected ({t.margin_side} margin)",
+                f"Positive for invasive carcinoma at the {t.margin_side} margin",
+                f"Carcinoma transected at {t.margin_side} margin",
+                "Involved",
+                f"Positive, {t.margin_side}",
+            ],
+        )
+    return pick(
+        rng,
+        v,
+        [
+            f"Negative for carcinoma; closest margin {t.margin_side}, {mm}",
+            f"UNINVOLVED by invasive carcinoma (closest: {t.margin_side}, {mm})",
+            f"Free of tumor; nearest margin {mm} ({t.margin_side})",
+            f"Negative; distance to closest ({t.margin_side}) margin {mm}",
+            f"Not involved, closest {mm} {t.margin_side}",
+            f"Clear; tumor is {mm} from the {t.margin_side} margin",
+        ],
+        [
+            f"Uninvolved by invasive carcinoma; Distance from closest margin: {mm}",
+            f"Negative (closest margin {t.margin_side} at {mm})",
+            f"{'Close' if t.margin_mm < 2 else 'Free'} ({mm}, {t.margin_side} margin)",
+            f"Clear of invasive carcinoma, closest {t.margin_side} margin {mm}",
+            f"All margins free; closest: {t.margin_side} at {mm}",
+            f"{'Close (<2 mm)' if t.margin_mm < 2 else 'Negative'}; {mm} to {t.margin_side} margin",
+            f"Uninvolved; closest margin is {t.margin_side}, {mm} away",
+            f"Not involved by carcinoma ({mm} from the {t.margin_side} margin)",
+        ],
+    )
+
+
+LABELS: dict[str, list[str]] = {
+    "histology": [
+        "Histologic Type",
+        "Tumor Type",
+        "Histologic type of invasive carcinoma",
+        "Histological Type",
+        "Histotype",
+        "Type of invasive carcinoma",
+    ],
+    "grade": [
+        "Nottingham Histologic Grade",
+        "Histologic Grade",
+        "Nottingham Grade",
+        "Overall Grade (Nottingham)",
+        "Combined Histologic Grade",
+        "Modified Bloom-Richardson Grade",
+    ],
+    "margins": [
+        "Margins",
+        "Surgical Margins",
+        "Margin Status",
+        "Resection Margins",
+        "Margins (invasive carcinoma)",
+        "Status of margins",
+    ],
+    "er": [
+        "Estrogen Receptor (ER)",
+        "Estrogen Receptor",
+        "ER Status",
+        "Oestrogen Receptor",
+        "ER (clone SP1)",
+        "Estrogen receptor status",
+    ],
+    "pr": [
+        "Progesterone Receptor (PR)",
+        "Progesterone Receptor",
+        "PR Status",
+        "Progesterone Receptor (PgR)",
+        "PR (clone 1E2)",
+        "Progesterone receptor status",
+    ],
+    "her2_ihc": [
+        "HER2 (by immunohistochemistry)",
+        "HER2/neu IHC",
+        "HER2 Immunohistochemistry",
+        "HER-2 (IHC)",
+        "HER2 protein (IHC)",
+        "c-erbB-2 IHC",
+    ],
+    "her2_ish": [
+        "HER2 (by ISH)",
+        "HER2/neu FISH",
+        "HER2 In Situ Hybridization",
+        "HER-2 (FISH)",
+        "HER2 gene (ISH)",
+        "c-erbB-2 FISH",
+    ],
+}
+
+# Labels only the build-only variants (d, e) also write, CAP checklist style.
+EXTRA_LABELS: dict[str, list[str]] = {
+    "grade": [
+        "Histologic Grade (Nottingham)",
+        "Overall Grade",
+        "SBR Grade",
+        "Grade (Nottingham modification of SBR)",
+        "Histologic Grade (Nottingham Histologic Score)",
+        "Grade",
+    ],
+    "margins": [
+        "Margins (Invasive Carcinoma)",
+        "Margin Status for Invasive Carcinoma",
+        "Surgical margins",
+        "Margin status",
+        "Excision margins",
+        "Margins, invasive carcinoma",
+    ],
+}
+
+
+def label(rng: random.Random, v: str, key: str) -> str:
+    return pick(rng, v, LABELS[key], EXTRA_LABELS.get(key))
+
+
+INSTITUTIONS = ["", "", "Riverside Regional Laboratory", "St. Anne's Hospital Pathology"]
+
+
+# -- noise -----------------------------------------------------------------------------------------
+
+_CONFUSE = {"l": "1", "O": "0", "o": "0", "I": "l", "1": "l", "0": "O", "m": "rn"}
+
+
+def ocr_noise(rng: random.Random, text: str, rate: float) -> str:
+    """Broken words, l/1 and O/0 confusions, wrapped long lines."""
+    out_lines = []
+    for line in text.split("\n"):
+        words = line.split(" ")
+        for i, w in enumerate(words):
+            if len(w) > 5 and rng.random() < rate:
+                cut = rng.randrange(2, len(w) - 2)
+                w = w[:cut] + " " + w[cut:]
+            elif rng.random() < rate:
+                chars = list(w)
+                spots = [k for k, c in enumerate(chars) if c in _CONFUSE]
+                if spots:
+                    k = rng.choice(spots)
+                    chars[k] = _CONFUSE[chars[k]]
+                w = "".join(chars)
+            words[i] = w
+        line = " ".join(words)
+        if len(line) > 60 and rng.random() < rate * 2:
+            cut = line.rfind(" ", 30, 60)
+            if cut > 0:
+                out_lines += [line[:cut], line[cut + 1 :]]
+                continue
+        out_lines.append(line)
+    return "\n".join(out_lines)
+
+
+# -- layouts ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    tumour: Tumour
+    features: list[str]
+    biopsy: bool  # a core biopsy: no margins
+    er_shown: bool
+    pr_shown: bool
+    her2_shown: bool
+    pending: bool  # receptors pending in the report, no addendum
+    addendum: str  # "", "adds" (receptors only in addendum), "corrects" (HER2 ISH changes it)
+    previous: bool  # receptors of a previous biopsy quoted in the history
+    multi: bool  # a second specimen (sentinel node) before the tumour
+    icdo: bool
+    form_boxes: bool
+
+
+def _plan(rng: random.Random) -> Plan:
+    features = []
+    biopsy = rng.random() < 0.2
+    pending = rng.random() < 0.12
+    addendum = "" if pending else rng.choice(["", "", "", "adds", "corrects"])
+    previous = rng.random() < 0.2
+    multi = rng.random() < 0.3
+    icdo = rng.random() < 0.35
+    for name, on in (
+        ("biopsy", biopsy),
+        ("pending", pending),
+        (f"addendum_{addendum}", bool(addendum)),
+        ("previous", previous),
+        ("multi_specimen", multi),
+        ("icdo", icdo),
+    ):
+        if on:
+            features.append(name)
+    return Plan(
+        tumour=Tumour(0, "", 1, 1, 1, Receptor(0, ""), Receptor(0, ""), Her2(0, ""), False, 0, ""),
+        features=features,
+        biopsy=biopsy,
+        er_shown=True,
+        pr_shown=rng.random() > 0.05,
+        her2_shown=rng.random() > 0.08,
+        pending=pending,
+        addendum=addendum,
+        previous=previous,
+        multi=multi,
+        icdo=icdo,
+        form_boxes=False,
+    )
+
+
+def _histology_text(t: Tumour, plan: Plan) -> str:
+    code = HISTOLOGY[t.histology][0]
+    return f"{t.wording} (ICD-O-3 {code})" if plan.icdo else t.wording
+
+
+def _header(rng: random.Random, v: str, institution: str) -> list[str]:
+    lines = []
+    if institution:
+        lines.append(institution.upper())
+    lines += [
+        pick(
+            rng,
+            v,
+            ["SURGICAL PATHOLOGY REPORT", "PATHOLOGY REPORT", "Surgical Pathology Consultation"],
+        ),
+        f"Accession: S{rng.randint(20, 26)}-{rng.randint(1000, 99999)}",
+        "",
+    ]
+    return lines
+
+
+def _specimen(rng: random.Random, v: str, plan: Plan) -> str:
+    side = rng.choice(["LEFT", "RIGHT"])
+    if plan.biopsy:
+        return (
+            f"{side} BREAST, {rng.choice(['12', '2', '10'])} O'CLOCK, ULTRASOUND-GUIDED CORE BIOPSY"
+        )
+    return pick(
+        rng,
+        v,
+        [
+            f"{side} BREAST, LUMPECTOMY",
+            f"{side} BREAST, PARTIAL MASTECTOMY",
+            f"{side} BREAST, WIRE-LOCALIZED EXCISION",
+            f"{side} BREAST, SEGMENTAL MASTECTOMY",
+            f"{side} BREAST, TOTAL MASTECTOMY",
+            f"{side} BREAST, WIDE LOCAL EXCISION",
+        ],
+    )
+
+
+def _history(rng: random.Random, v: str, plan: Plan) -> list[str]:
+    lines = [pick(rng, v, ["CLINICAL HISTORY:", "Clinical information:", "HISTORY:"])]
+    text = f"{rng.randint(35, 85)}-year-old woman with a breast mass."
+    if plan.previous:
+        # A previous biopsy's result: quoted, not this report's value.
+        prior = rng.choice(["positive", "negative"])
+        text += pick(
+            rng,
+            v,
+            [
+                f" Prior core biopsy (S19-4411): ER {prior}, PR {prior}, HER2 {rng.choice(['1+', '3+'])}.",  # noqa: E501 (wording data)
+                f" Previous biopsy showed estrogen receptor {prior} and HER2 {rng.choice(['negative', 'positive'])}.",  # noqa: E501 (wording data)
+                f" Outside biopsy reported ER {prior}, PR {prior}; HER2 {rng.choice(['0', '3+'])}.",
+            ],
+        )
+    lines.append(text)
+    lines.append("")
+    return lines
+
+
+def _node_specimen(rng: random.Random, v: str) -> list[str]:
+    n = rng.randint(1, 4)
+    pos = rng.randint(0, n)
+    if pos:
+        text = f"METASTATIC CARCINOMA IN {pos} OF {n} LYMPH NODES ({pos}/{n})."
+    else:
+        text = f"{n} LYMPH NODES, NEGATIVE FOR METASTATIC CARCINOMA (0/{n})."
+    return [
+        pick(
+            rng,
+            v,
+            [
+                "A. SENTINEL LYMPH NODE, EXCISION:",
+                "PART A: SENTINEL LYMPH NODE #1",
+                "A) Sentinel node:",
+            ],
+        ),
+        f"- {text}",
+        "",
+    ]
+
+
+def _receptor_rows(rng: random.Random, v: str, t: Tumour, plan: Plan, sep: str) -> list[str]:
+    rows = []
+    rows.append(f"{pick(rng, v, LABELS['er'])}{sep}{receptor_value(rng, v, t.er)}")
+    if plan.pr_shown:
+        rows.append(f"{pick(rng, v, LABELS['pr'])}{sep}{receptor_value(rng, v, t.pr)}")
+    if plan.her2_shown:
+        rows.append(f"{pick(rng, v, LABELS['her2_ihc'])}{sep}{her2_ihc_value(rng, v, t.her2)}")
+        if t.her2.ish:
+            rows.append(f"{pick(rng, v, LABELS['her2_ish'])}{sep}{her2_ish_value(rng, v, t.her2)}")
+    return rows
+
+
+def _pending_rows(rng: random.Random, v: str, plan: Plan, sep: str, addendum: bool) -> list[str]:
+    word = (
+        pick(rng, v, ["See addendum", "To follow in addendum", "Will be reported in an addendum"])
+        if addendum
+        else pick(
+            rng,
+            v,
+            [
+                "Pending",
+                "Sent out to reference laboratory",
+                "Results to follow",
+                "In progress",
+                "Sent to outside lab; pending",
+                "Not yet available",
+            ],
+        )
+    )
+    rows = [f"{pick(rng, v, LABELS['er'])}{sep}{word}"]
+    if plan.pr_shown:
+        rows.append(f"{pick(rng, v, LABELS['pr'])}{sep}{word}")
+    if plan.her2_shown:
+        rows.append(f"{pick(rng, v, LABELS['her2_ihc'])}{sep}{word}")
+    return rows
+
+
+def _cap_grade_rows(rng: random.Random, v: str, t: Tumour, sep: str) -> list[str]:
+    """A CAP checklist's grade: a heading, the three component scores, the overall grade."""
+    g = t.grade
+    rows = [
+        pick(
+            rng,
+            v,
+            ["Histologic Grade (Nottingham Histologic Score)", "Histologic Grade (Nottingham)"],
+        )
+        + ("" if rng.random() < 0.5 else sep.rstrip())
+    ]
+    rows.append(f"Glandular (Acinar)/Tubular Differentiation{sep}Score {t.tubules}")
+    rows.append(f"Nuclear Pleomorphism{sep}Score {t.nuclei}")
+    rows.append(f"Mitotic Rate{sep}Score {t.mitoses}")
+    overall = pick(
+        rng,
+        v,
+        [],
+        [
+            f"Grade {g} (scores of {GRADE_RANGE[g]})",
+            f"Grade {g} (score {GRADE_RANGE[g]})",
+            f"{ROMAN[g]}/III",
+            f"Grade {g} (total score {t.score})",
+        ],
+    )
+    rows.append(f"Overall Grade{sep}{overall}")
+    return rows
+
+
+def _cap_margin_rows(rng: random.Random, v: str, t: Tumour, sep: str) -> list[str]:
+    """A CAP checklist's margins: status, then the closest margin and its distance apart."""
+    key = pick(rng, v, [], ["Margin Status for Invasive Carcinoma", "Margins"])
+    if t.margin_involved:
+        return [
+            f"{key}{sep}Invasive carcinoma present at margin",
+            f"Margin(s) Involved by Invasive Carcinoma{sep}{t.margin_side.capitalize()}",
+        ]
+    status = pick(
+        rng,
+        v,
+        [],
+        ["All margins negative for invasive carcinoma", "Uninvolved by invasive carcinoma"],
+    )
+    return [
+        f"{key}{sep}{status}",
+        f"Distance from Invasive Carcinoma to Closest Margin{sep}{t.margin_mm:g} mm",
+        f"Closest Margin(s) to Invasive Carcinoma{sep}{t.margin_side.capitalize()}",
+    ]
+
+
+def _synoptic(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    sep = pick(rng, v, [": ", ": ", ":  ", ": ", ":\t", " - "])
+    lines = [
+        pick(
+            rng,
+            v,
+            [
+                "SYNOPTIC REPORT - INVASIVE CARCINOMA OF THE BREAST",
+                "CAP CANCER CHECKLIST",
+                "Breast Cancer Synoptic Summary",
+            ],
+        )
+    ]
+    lines.append(f"Procedure{sep}{'Core needle biopsy' if plan.biopsy else 'Excision'}")
+    lines.append(f"{label(rng, v, 'histology')}{sep}{_histology_text(t, plan)}")
+    lines.append(f"Tumor Size{sep}{rng.randint(5, 40)} mm")
+    if v in BUILD_EXTRA and rng.random() < 0.5:
+        lines += _cap_grade_rows(rng, v, t, sep)
+    else:
+        lines.append(f"{label(rng, v, 'grade')}{sep}{grade_value(rng, v, t)}")
+    if plan.biopsy:
+        lines.append(f"{label(rng, v, 'margins')}{sep}Not applicable")
+    elif v in BUILD_EXTRA and rng.random() < 0.5:
+        lines += _cap_margin_rows(rng, v, t, sep)
+    else:
+        lines.append(f"{label(rng, v, 'margins')}{sep}{margin_value(rng, v, t)}")
+    lines.append(f"Lymphovascular Invasion{sep}{rng.choice(['Not identified', 'Present'])}")
+    if plan.pending or plan.addendum == "adds":
+        lines += _pending_rows(rng, v, plan, sep, plan.addendum == "adds")
+    else:
+        lines += _receptor_rows(rng, v, t, plan, sep)
+    return lines
+
+
+def _narrative(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    diff = DIFFERENTIATION[t.grade]
+    gtext = pick(
+        rng,
+        v,
+        [
+            f"Nottingham grade {t.grade} of 3 (tubules {t.tubules}, nuclei {t.nuclei}, mitoses "
+            f"{t.mitoses}; score {t.score})",
+            f"Nottingham histologic grade {ROMAN[t.grade]} (score {t.score}/9)",
+            f"{diff} (Nottingham grade {t.grade}, score {t.score})",
+            f"histologic grade {t.grade} (Nottingham score {t.score})",
+            f"Nottingham grade {ROMAN[t.grade]}, {diff}",
+            f"combined Nottingham grade {t.grade}",
+        ],
+    )
+    lines = [pick(rng, v, ["FINAL DIAGNOSIS:", "DIAGNOSIS:", "Final Pathologic Diagnosis:"])]
+    lines.append(f"- {_histology_text(t, plan).upper()}, {gtext.upper()}.")
+    lines.append(f"- TUMOR SIZE: {rng.randint(5, 40)} MM.")
+    if plan.biopsy:
+        pass
+    elif t.margin_involved:
+        lines.append(
+            "- "
+            + pick(
+                rng,
+                v,
+                [
+                    f"INVASIVE CARCINOMA INVOLVES THE {t.margin_side.upper()} SURGICAL MARGIN.",
+                    f"SURGICAL MARGINS: POSITIVE ({t.margin_side.upper()}).",
+                    f"CARCINOMA IS PRESENT AT THE INKED {t.margin_side.upper()} MARGIN.",
+                    f"THE {t.margin_side.upper()} MARGIN IS INVOLVED BY INVASIVE CARCINOMA.",
+                    f"MARGINS: INVOLVED ({t.margin_side.upper()} MARGIN).",
+                    f"TUMOR TRANSECTED AT THE {t.margin_side.upper()} MARGIN.",
+                ],
+            )
+        )
+    else:
+        mm = f"{t.margin_mm:g} MM"
+        lines.append(
+            "- "
+            + pick(
+                rng,
+                v,
+                [
+                    f"SURGICAL MARGINS ARE NEGATIVE; CLOSEST MARGIN ({t.margin_side.upper()}) {mm}.",  # noqa: E501 (wording data)
+                    f"MARGINS FREE OF CARCINOMA, CLOSEST {mm} ({t.margin_side.upper()}).",
+                    f"ALL MARGINS ARE NEGATIVE FOR INVASIVE CARCINOMA; NEAREST {t.margin_side.upper()} AT {mm}.",  # noqa: E501 (wording data)
+                    f"MARGINS UNINVOLVED, {t.margin_side.upper()} MARGIN {mm} AWAY.",
+                    f"SURGICAL MARGINS CLEAR (CLOSEST {mm}, {t.margin_side.upper()}).",
+                    f"MARGINS NEGATIVE. CARCINOMA IS {mm} FROM THE {t.margin_side.upper()} MARGIN.",
+                ],
+            )
+        )
+    lines.append("")
+    lines.append(pick(rng, v, ["COMMENT:", "Comment:", "NOTE:"]))
+    if plan.pending or plan.addendum == "adds":
+        lines.append(
+            pick(
+                rng,
+                v,
+                [
+                    "Estrogen receptor, progesterone receptor and HER2 studies are pending and will be reported separately.",  # noqa: E501 (wording data)
+                    "Hormone receptor and HER2 testing has been sent out; results to follow.",
+                    "ER, PR and HER2 immunostains are in progress.",
+                    "Prognostic markers (ER/PR/HER2) were sent to the reference laboratory and are pending.",  # noqa: E501 (wording data)
+                    "Receptor studies have been ordered; an addendum will follow.",
+                    "ER, PR and HER2 results are not yet available.",
+                ],
+            )
+        )
+    else:
+        lines.append(_narrative_markers(rng, v, t, plan))
+    return lines
+
+
+def _narrative_receptor(rng: random.Random, v: str, name: str, r: Receptor) -> str:
+    if r.category == "negative":
+        return pick(
+            rng,
+            v,
+            [
+                f"{name} is negative (0%)",
+                f"the tumor cells are negative for {name}",
+                f"{name} shows no staining (negative)",
+                f"{name} is negative, with no nuclear staining",
+                f"{name} negative (<1%)",
+                f"no {name} expression is seen (negative)",
+            ],
+        )
+    cat = r.category
+    return pick(
+        rng,
+        v,
+        [
+            f"{name} is {cat} ({r.percent}%, {r.intensity} intensity)",
+            f"{name} is {cat} in {r.percent}% of tumor cells with {r.intensity} staining",
+            f"{name} shows {r.intensity} nuclear staining in {r.percent}% of cells ({cat})",
+            f"{name}: {cat}, {r.percent}%, {r.intensity}",
+            f"{name} {cat} ({r.percent}% {r.intensity})",
+            f"{r.percent}% of tumor nuclei stain for {name} with {r.intensity} intensity ({cat})",
+        ],
+    )
+
+
+def _narrative_markers(rng: random.Random, v: str, t: Tumour, plan: Plan) -> str:
+    er_name = pick(
+        rng,
+        v,
+        ["estrogen receptor", "ER", "estrogen receptor (ER)", "oestrogen receptor", "ER", "ER"],
+    )
+    pr_name = pick(
+        rng, v, ["progesterone receptor", "PR", "progesterone receptor (PR)", "PgR", "PR", "PR"]
+    )
+    parts = [_narrative_receptor(rng, v, er_name, t.er)]
+    if plan.pr_shown:
+        parts.append(_narrative_receptor(rng, v, pr_name, t.pr))
+    text = "Immunohistochemistry: " + "; ".join(parts) + "."
+    if plan.her2_shown:
+        text += (
+            " HER2 "
+            + pick(
+                rng,
+                v,
+                [
+                    f"is {her2_ihc_value(rng, v, t.her2)} by immunohistochemistry",
+                    f"immunostain: {her2_ihc_value(rng, v, t.her2)}",
+                    f"(IHC) {her2_ihc_value(rng, v, t.her2)}",
+                ],
+            )
+            + "."
+        )
+        if t.her2.ish:
+            text += " HER2 FISH: " + her2_ish_value(rng, v, t.her2) + "."
+    return text
+
+
+def _table(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    lines = [pick(rng, v, ["DIAGNOSIS:", "FINAL DIAGNOSIS", "Diagnosis"])]
+    lines.append(
+        f"{_histology_text(t, plan)}, {label(rng, v, 'grade').lower()} {grade_value(rng, v, t)}."
+    )
+    if not plan.biopsy:
+        lines.append(f"{label(rng, v, 'margins')}: {margin_value(rng, v, t)}.")
+    lines.append("")
+    bar = pick(rng, v, [" | ", "   ", " | ", "\t", "    ", " | "])
+    lines.append(
+        pick(rng, v, ["BREAST BIOMARKER RESULTS", "Prognostic Markers", "IMMUNOHISTOCHEMISTRY"])
+    )
+    lines.append(bar.join(["Marker", "Result", "Percent", "Intensity"]))
+    if plan.pending or plan.addendum == "adds":
+        word = "See addendum" if plan.addendum == "adds" else rng.choice(["Pending", "Sent out"])
+        lines.append(bar.join(["ER", word, "", ""]))
+        if plan.pr_shown:
+            lines.append(bar.join(["PR", word, "", ""]))
+        if plan.her2_shown:
+            lines.append(bar.join(["HER2", word, "", ""]))
+        return lines
+
+    def row(name: str, r: Receptor) -> str:
+        word = pick(rng, v, [r.category.title(), r.category.upper(), r.category.capitalize()])
+        return bar.join([name, word, f"{r.percent}%", r.intensity or "-"])
+
+    lines.append(row(pick(rng, v, ["ER", "Estrogen receptor", "ER (SP1)"]), t.er))
+    if plan.pr_shown:
+        lines.append(row(pick(rng, v, ["PR", "Progesterone receptor", "PgR (1E2)"]), t.pr))
+    if plan.her2_shown:
+        ihc = f"{t.her2.ihc}+" if t.her2.ihc else "0"
+        word = {0: "Negative", 1: "Negative", 2: "Equivocal", 3: "Positive"}[t.her2.ihc]
+        lines.append(
+            bar.join([pick(rng, v, ["HER2 IHC", "HER2 (IHC)", "HER2/neu"]), word, ihc, "-"])
+        )
+        if t.her2.ish:
+            lines.append(
+                bar.join(
+                    [
+                        pick(rng, v, ["HER2 FISH", "HER2 (ISH)", "HER2 SISH"]),
+                        "Amplified" if t.her2.ish == "amplified" else "Not amplified",
+                        f"ratio {t.her2.ratio}",
+                        "-",
+                    ]
+                )
+            )
+    return lines
+
+
+def _box(checked: bool) -> str:
+    return "[X]" if checked else "[ ]"
+
+
+def _form(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    under = pick(rng, v, ["________", "__________", "[        ]"])
+    lines = [
+        pick(
+            rng,
+            v,
+            [
+                "BREAST PATHOLOGY REPORTING FORM",
+                "Pathology Request and Report Form",
+                "BREAST CANCER PATHOLOGY PROFORMA",
+            ],
+        )
+    ]
+    lines.append(f"Institution: {under}")
+    lines.append(f"Requesting physician: {under}")
+    lines.append(f"{label(rng, v, 'histology')}: {_histology_text(t, plan)}")
+    g = t.grade
+    lines.append(
+        f"{label(rng, v, 'grade')}: "
+        + " ".join(f"{_box(g == k)} {k}" for k in (1, 2, 3))
+        + f"   Score: {t.score}"
+    )
+    if plan.biopsy:
+        lines.append(
+            f"{label(rng, v, 'margins')}: [ ] Involved  [ ] Not involved   Distance: {under}"
+        )
+    else:
+        inv = t.margin_involved
+        dist = under if inv else f"{t.margin_mm:g} mm"
+        lines.append(
+            f"{label(rng, v, 'margins')}: {_box(inv)} Involved  {_box(not inv)} Not involved"
+            f"   Distance: {dist}"
+        )
+    if plan.pending or plan.addendum == "adds":
+        for key in ("er", "pr"):
+            if key == "pr" and not plan.pr_shown:
+                continue
+            lines.append(
+                f"{pick(rng, v, LABELS[key])}: [ ] Positive  [ ] Low positive  [ ] Negative   %: {under}"  # noqa: E501 (wording data)
+            )
+        if plan.her2_shown:
+            lines.append(f"{pick(rng, v, LABELS['her2_ihc'])}: [ ] 0  [ ] 1+  [ ] 2+  [ ] 3+")
+        lines.append(
+            "Receptor studies: " + ("see addendum" if plan.addendum == "adds" else "pending")
+        )
+        return lines
+    for key, r in (("er", t.er), ("pr", t.pr)):
+        if key == "pr" and not plan.pr_shown:
+            continue
+        cat = r.category
+        pct = f"{r.percent}" if r.percent else "0"
+        lines.append(
+            f"{pick(rng, v, LABELS[key])}: {_box(cat == 'positive')} Positive  "
+            f"{_box(cat == 'low positive')} Low positive  {_box(cat == 'negative')} Negative   "
+            f"%: {pct}   Intensity: {r.intensity or '-'}"
+        )
+    if plan.her2_shown:
+        h = t.her2
+        lines.append(
+            f"{pick(rng, v, LABELS['her2_ihc'])}: "
+            + "  ".join(f"{_box(h.ihc == k)} {'0' if k == 0 else f'{k}+'}" for k in range(4))
+        )
+        if h.ish:
+            lines.append(
+                f"{pick(rng, v, LABELS['her2_ish'])}: {_box(h.ish == 'amplified')} Amplified  "
+                f"{_box(h.ish == 'not amplified')} Not amplified   Ratio: {h.ratio}"
+            )
+        else:
+            lines.append(
+                f"{pick(rng, v, LABELS['her2_ish'])}: [ ] Amplified  [ ] Not amplified   Ratio: {under}"  # noqa: E501 (wording data)
+            )
+    return lines
+
+
+LAYOUT_BODY = {"synoptic": _synoptic, "narrative": _narrative, "table": _table, "form": _form}
+
+
+def _addendum(
+    rng: random.Random, v: str, t: Tumour, plan: Plan, original: Her2 | None
+) -> list[str]:
+    lines = ["", pick(rng, v, ["ADDENDUM", "ADDENDUM REPORT", "Addendum #1"])]
+    if plan.addendum == "adds":
+        lines.append(
+            pick(
+                rng,
+                v,
+                [
+                    "Receptor studies on block A2:",
+                    "Results of prognostic markers:",
+                    "Immunohistochemistry performed on block B1:",
+                ],
+            )
+        )
+        lines += _receptor_rows(rng, v, t, plan, ": ")
+    else:  # corrects: an ISH result that decides an equivocal IHC
+        assert original is not None
+        lines.append(
+            pick(
+                rng,
+                v,
+                [
+                    "HER2 in situ hybridization was performed; this supersedes the HER2 result above.",  # noqa: E501 (wording data)
+                    "Amended HER2 result (reflex FISH):",
+                    "Revised HER2 status following ISH:",
+                ],
+            )
+        )
+        lines.append(f"{pick(rng, v, LABELS['her2_ish'])}: {her2_ish_value(rng, v, t.her2)}")
+        lines.append(
+            f"{pick(rng, v, ['Final HER2 status', 'HER2 (final)', 'Overall HER2 result'])}: "
+            f"{t.her2.category.upper()}"
+        )
+    return lines
+
+
+def truth_of(t: Tumour, plan: Plan) -> dict[str, Any]:
+    code, term, _ = HISTOLOGY[t.histology]
+    receptors_given = not plan.pending
+    truth: dict[str, Any] = {
+        "histology": f"{code} {term}",
+        "grade": f"grade {t.grade} (score {t.score})",
+        "margins": None
+        if plan.biopsy
+        else ("involved" if t.margin_involved else f"not involved ({t.margin_mm:g} mm)"),
+        "er_status": t.er.canonical() if receptors_given else None,
+        "pr_status": t.pr.canonical() if receptors_given and plan.pr_shown else None,
+        "her2_status": t.her2.category if receptors_given and plan.her2_shown else None,
+    }
+    return truth
+
+
+def generate(template: str, index: int, *, seed: int = 37) -> Generated:
+    layout, v = template.split("/")
+    rng = random.Random(f"{seed}:{template}:{index}")
+    plan = _plan(rng)
+    t = _tumour(rng, v)
+    plan.tumour = t
+    original = None
+    if plan.addendum == "corrects":
+        if not plan.her2_shown:
+            plan.her2_shown = True
+        # The report gives IHC 2+ with no ISH; the addendum's ISH decides it.
+        original = Her2(2, "")
+        final = Her2(2, rng.choice(["amplified", "not amplified"]))
+        final.ratio = (
+            round(rng.uniform(2.2, 4.5), 1)
+            if final.ish == "amplified"
+            else round(rng.uniform(1.0, 1.7), 1)
+        )
+        t.her2 = original
+    institution = rng.choice(INSTITUTIONS)
+    lines = _header(rng, v, institution)
+    lines += _history(rng, v, plan)
+    if plan.multi:
+        lines += _node_specimen(rng, v)
+        lines.append(
+            pick(
+                rng,
+                v,
+                [
+                    "B. " + _specimen(rng, v, plan) + ":",
+                    "PART B: " + _specimen(rng, v, plan),
+                    "B) " + _specimen(rng, v, plan) + ":",
+                ],
+            )
+        )
+    else:
+        lines.append(_specimen(rng, v, plan) + ":")
+    lines += LAYOUT_BODY[layout](rng, v, t, plan)
+    if plan.addendum == "corrects":
+        t.her2 = final
+    if plan.addendum:
+        lines += _addendum(rng, v, t, plan, original)
+    lines += [
+        "",
+        f"Electronically signed by {rng.choice(['J. Smith, MD', 'A. Patel, MD', 'L. Moreau, MD'])}",
+    ]
+    text = "\n".join(lines)
+    noisy = rng.random() < 0.5
+    if noisy:
+        plan.features.append("ocr")
+        text = ocr_noise(rng, text, rate=rng.choice([0.02, 0.04, 0.06]))
+    return Generated(f"{template}#{index}", template, text, truth_of(t, plan), plan.features)
+
+
+def corpus(which: str, per_template: int = 40) -> Iterator[Generated]:
+    """Every generated document of the ``build`` or ``held_out`` templates."""
+    chosen = [t for t in templates() if split_of(t) == which]
+    for template in chosen:
+        for index in range(per_template):
+            yield generate(template, index)
+
+
+if __name__ == "__main__":  # pragma: no cover - a look at one document
+    import sys
+
+    doc = generate(
+        sys.argv[1] if len(sys.argv) > 1 else "synoptic/a",
+        int(sys.argv[2]) if len(sys.argv) > 2 else 0,
+    )
+    print(doc.text)
+    print(json.dumps(doc.truth, indent=2), doc.features)

@@ -1,0 +1,852 @@
+"""Breast pathology values with meaning: a reader of a report's structure and the canonical
+values a tumour board acts on (issue 37). Pure: no Django.
+
+``read(pages)`` reads synoptic key-value lines and checklists (keys matched after folding OCR
+noise: broken words, l/1 and O/0 confusions), table rows, printed forms with check boxes, and
+narrative sentences; it skips the clinical history and sentences quoting a previous biopsy,
+lymph-node specimens, and values that are pending, sent out, deferred or an empty box; a value
+in an addendum supersedes the report's own. Each field's reading carries the verbatim value, the
+line it stands on, a canonical value and how surely it was read (a level, as the finders' are:
+0 a labelled value read cleanly, 1 a value read from a sentence or put together, 2 a reading
+with a doubt).
+
+``canonical(field, text)`` gives the canonical value of any stated value, and ``same(field, a,
+b)`` compares two values by their meaning: "strongly positive" and "Positive (95%)" agree.
+
+Canonical forms: ER/PR ``positive`` / ``low positive`` (1-10 %) / ``negative`` with the
+percentage and intensity when stated; HER2 ``positive`` / ``negative`` / ``equivocal`` by the
+ASCO/CAP rule (IHC 3+ positive; 0 and 1+ negative; 2+ decided by ISH, equivocal without it);
+histology an ICD-O morphology code with its WHO term; Nottingham grade 1-3 with its score;
+margins ``involved`` / ``not involved`` with the closest distance.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+RECEPTOR_FIELDS = {"er_status": "er", "pr_status": "pr"}
+FIELDS = ("histology", "grade", "margins", "er_status", "pr_status", "her2_status")
+
+# -- folding OCR noise -----------------------------------------------------------------------------
+
+
+def fold(text: str) -> str:
+    """Lower case with OCR letter/digit confusions undone by their neighbours: a 0 or 1 among
+    letters is an o or an l, an O, o, l or I among digits (or before %) is a 0 or a 1."""
+    text = re.sub(
+        r"(?<=[A-Za-z])0(?=[A-Za-z])|(?<=[A-Za-z]{2})0(?![\d%.])|0(?=[A-Za-z]{2})", "o", text
+    )
+    text = re.sub(r"(?<=[A-Za-z])1(?=[A-Za-z])|(?<=\s)1(?=[a-z]{2})|(?<=[a-z]{2})1\b", "l", text)
+    text = re.sub(r"(?<=\d)[Oo]|(?<![A-Za-z])[Oo](?=[.,]?\d)", "0", text)
+    text = re.sub(r"(?<=\d)[lI]|(?<![A-Za-z])[lI](?=\d|\s?\+)", "1", text)
+    # An l inside an upper-case word, or opening one before a letter no word starts "l" with,
+    # is an I.
+    text = re.sub(r"(?<=[A-Z])l(?=[A-Z]|\b)|\bl(?=[A-Z]{2}|[nmt][a-z])", "I", text)
+    return text.lower()
+
+
+def squash(text: str) -> str:
+    """Letters and digits only, with i/l and rn/m merged: a key as OCR may have spelt it."""
+    s = re.sub(r"[^a-z0-9]", "", fold(text))
+    return s.replace("rn", "m").replace("i", "l")
+
+
+def _loose(word: str) -> str:
+    """``word`` as a pattern that lets OCR break it once or twice with a space."""
+    return r"\s?".join(re.escape(c) for c in word)
+
+
+def _has_word(folded: str, word: str) -> bool:
+    """``word`` in the folded text, also broken by one stray space ("pos itive")."""
+    return bool(re.search(r"\b" + r"\s?".join(re.escape(c) for c in word), folded))
+
+
+# -- canonical values ------------------------------------------------------------------------------
+
+_NEGATED_WORD = r"(?:negative|neg\b|no\s+(?:nuclear\s+)?(?:staining|expression))"
+
+
+def receptor_canonical(text: str) -> str | None:
+    f = fold(text)
+    pct_match = re.search(r"(?<![\d.])(\d(?:\s?\d){0,2})\s*%", f)
+    percent = int(pct_match.group(1).replace(" ", "")) if pct_match else None
+    if percent is not None and percent > 100:
+        percent = None
+    intensity = next(
+        (w for w in ("strong", "moderate", "intermediate", "weak") if _has_word(f, w)), ""
+    )
+    intensity = "moderate" if intensity == "intermediate" else intensity
+    less_than = bool(re.search(r"<\s*1\s*%", f))
+    if _has_word(f, "low positive") or re.search(r"positive,?\s*low\b|\blow\b.{0,3}positive", f):
+        category = "low positive"
+    elif re.search(_NEGATED_WORD, f) or _has_word(f, "negative"):
+        category = "negative"
+    elif _has_word(f, "positive") or re.search(r"\bpos\b", f):
+        category = "positive"
+    else:
+        category = ""
+    if percent is not None and not less_than:
+        by_percent = "negative" if percent < 1 else "low positive" if percent <= 10 else "positive"
+        if not category or category != "negative" or percent == 0:
+            category = by_percent
+    if less_than:
+        category, percent = "negative", None
+    if not category:
+        return None
+    if category == "negative":
+        return "negative"
+    details = ", ".join(x for x in (f"{percent}%" if percent is not None else "", intensity) if x)
+    return f"{category} ({details})" if details else category
+
+
+def her2_parts(text: str) -> tuple[int | None, str, str]:
+    """(IHC score, ISH result, stated category) of a HER2 value."""
+    f = fold(text)
+    ihc = None
+    m = re.search(
+        r"(?<![\d.])([0-3])\s*\+|score\s*(?:of\s*)?[:=]?\s*([0-3])\b|^\s*([0-3])\b(?!\.\d)", f
+    )
+    if m:
+        ihc = int(next(g for g in m.groups() if g is not None))
+    squashed = squash(f)
+    if re.search(r"(?:not|non|no)ampllf(?:led|lcatlon)", squashed):
+        ish = "not amplified"
+    elif re.search(r"ampllf(?:led|lcatlon)", squashed):
+        ish = "amplified"
+    else:
+        ish = ""
+    if _has_word(f, "equivocal") or _has_word(f, "indeterminate"):
+        stated = "equivocal"
+    elif _has_word(f, "negative"):
+        stated = "negative"
+    elif _has_word(f, "positive"):
+        stated = "positive"
+    else:
+        stated = ""
+    return ihc, ish, stated
+
+
+def her2_combine(ihc: int | None, ish: str, stated: str = "") -> str | None:
+    """The ASCO/CAP rule: IHC 3+ positive; 2+ decided by ISH (equivocal without it); 0 and 1+
+    negative (ISH amplification, when tested, makes it positive)."""
+    if ihc == 3:
+        return "positive"
+    if ish == "amplified":
+        return "positive"
+    if ish == "not amplified" and ihc in (None, 0, 1, 2):
+        return "negative"
+    if ihc == 2:
+        return "equivocal"
+    if ihc in (0, 1):
+        return "negative"
+    return stated or None
+
+
+def her2_canonical(text: str) -> str | None:
+    ihc, ish, stated = her2_parts(text)
+    return her2_combine(ihc, ish, stated)
+
+
+# ICD-O-3 morphology codes and WHO terms, with the words reports use for them (most specific
+# first: "ductal and lobular" before "ductal").
+HISTOLOGY: list[tuple[str, str, str]] = [
+    # (code, term, words as ``squash`` spells them)
+    ("8522/3", "mixed ductal and lobular carcinoma", r"duct(?:al)?andlobular|lobularandduct"),
+    ("8480/3", "mucinous carcinoma", r"muclnous|collold"),
+    ("8211/3", "tubular carcinoma", r"tubular(?:adeno)?carclnoma|carclnomatubular|tubulartype"),
+    ("8520/3", "invasive lobular carcinoma", r"lobular"),
+    ("8507/3", "invasive micropapillary carcinoma", r"mlcropaplllary"),
+    ("8510/3", "medullary carcinoma", r"medullary"),
+    ("8575/3", "metaplastic carcinoma", r"metaplastlc"),
+    ("8201/3", "cribriform carcinoma", r"crlbrlformcarclnoma"),
+    ("8500/3", "invasive carcinoma of no special type", r"duct|nospeclaltype"),
+]
+_ICDO_CODE = re.compile(r"\b(8\d{3})\s*/\s*([0-3])\b|\bM-?(8\d{3})([0-3])\b")
+_IN_SITU_ONLY = re.compile(r"in[\s-]?situ", re.IGNORECASE)
+
+
+def _carcinoma(text: str) -> bool:
+    return "carclnoma" in squash(text)
+
+
+def histology_canonical(text: str) -> str | None:
+    f = re.sub(r"\s+", " ", fold(text))
+    code = _ICDO_CODE.search(text)
+    if code:
+        number = code.group(1) or code.group(3)
+        behaviour = code.group(2) or code.group(4)
+        full = f"{number}/{behaviour}"
+        term = next((t for c, t, _ in HISTOLOGY if c == full), "")
+        return f"{full} {term}".strip()
+    if not _carcinoma(f):
+        return None
+    # The invasive tumour, not an accompanying in-situ component.
+    main = re.split(r"\b(?:with|and)\s+(?:associated|adjacent|accompanying)\b|\bassociated\b", f)[0]
+    if _IN_SITU_ONLY.search(main) and not re.search(r"invasive|infiltrating", main):
+        return None
+    squashed = squash(main)
+    for c, term, words in HISTOLOGY:
+        if re.search(words, squashed) or (c == "8500/3" and re.search(r"\bnst\b", main)):
+            return f"{c} {term}"
+    return None
+
+
+_ROMAN = {
+    "i": 1,
+    "ii": 2,
+    "iii": 3,
+    "1": 1,
+    "2": 2,
+    "3": 3,
+    "l": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+}
+
+
+def grade_canonical(text: str) -> str | None:
+    f = fold(text)
+    # OCR's roman numerals: "grade lI", "Grade Il" are grade II.
+    f = re.sub(r"\b(grade\s*:?\s*|g\s?)([il]{1,3})\b", lambda m: m[1] + m[2].replace("l", "i"), f)
+    f = re.sub(r"\bg ?r ?a ?d ?e\b", "grade", f)  # OCR's "g rade"
+    # A sum of the three component scores ("2+3+2 = 7") states the score.
+    f = re.sub(r"\b[123]\s*\+\s*[123]\s*\+\s*[123]\s*=\s*([3-9])\b", r"score \1", f)
+    g = None
+    m = re.search(
+        r"\[\s*x\s*\]\s*([123])\b|\bg\s?([123])\b|\bgrade\s*:?\s*(iii|ii|i|[123l])\b"
+        r"|\bg\s?(iii|ii)\b|\bgrade\s*:?\s*(one|two|three)\b"
+        r"|^\s*(iii|ii|i|[123])\s*(?:/\s*(?:iii|3)|of\s*3|\(|,|$)",
+        f,
+    )
+    if m:
+        g = _ROMAN[next(x for x in m.groups() if x is not None)]
+    # "score 6-7" is the range of scores a grade stands for, no tumour's score.
+    score_m = re.search(rf"{_loose('score')}\s*(?:of\s*)?[:=]?\s*([3-9])\b(?!\s*[-\u2013]\s*\d)", f)
+    score = int(score_m.group(1)) if score_m else None
+    if g is None and score is not None:
+        g = 1 if score <= 5 else 2 if score <= 7 else 3
+    if g is None:
+        for words, value in (("well", 1), ("moderately", 2), ("poorly", 3)):
+            if re.search(rf"\b{words}[\s-]+differentiated", f):
+                g = value
+    if g is None:
+        return None
+    return f"grade {g}" + (f" (score {score})" if score is not None else "")
+
+
+# Margin status words as ``squash`` spells them (broken words and l/I confusions undone).
+_MARGIN_CLEAR = re.compile(
+    r"notlnvolved|unlnvolved|negatlve|free|clear|close(?!st)"
+    r"|no(?:lnvaslve)?(?:carclnoma|tumou?r)(?:at|on|ln)|nolnkontumou?r"
+)
+_MARGIN_INVOLVED = re.compile(
+    r"lnvolved|lnvolves|lnvolvlng|posltlve|presentat|at(?:the)?lnk|transected|extendsto"
+    r"|lnkontumou?r"
+)
+
+
+def margins_canonical(text: str) -> str | None:
+    f = re.sub(r"\s+", " ", fold(text))
+    f = re.sub(r"(?<![a-z0-9.])[li](?= ?mm\b)", "1", f)  # OCR's "l mm"
+    f = re.sub(r"\[\s*\]\s*(?:not\s+)?i\s?n\s?v\s?o\s?l\s?v\s?e\s?d", " ", f)  # an empty box
+    s = squash(f)
+    clear = _MARGIN_CLEAR.search(s)
+    involved = _MARGIN_INVOLVED.search(s)
+    if clear and (not involved or clear.start() <= involved.start() or "not" in clear.group(0)):
+        status = "not involved"
+    elif involved:
+        status = "involved"
+    else:
+        return None
+    if status == "involved":
+        return "involved"
+    # A distance stated as a bound ("close (<2 mm)", "> 10 mm") is a threshold, no distance.
+    mm = re.search(r"(?<![<>\d.])(?<![<>] )(\d+(?:\.\d+)?)\s*mm\b", f)
+    cm = re.search(r"(?<![<>\d.])(?<![<>] )(\d+(?:\.\d+)?)\s*cm\b", f)
+    if mm:
+        return f"not involved ({float(mm.group(1)):g} mm)"
+    if cm:
+        return f"not involved ({float(cm.group(1)) * 10:g} mm)"
+    return "not involved"
+
+
+def _grade_numbers(f: str) -> set[int]:
+    found = set()
+    pattern = (
+        r"\bg\s?([123])\b|\bgrade\s*:?\s*(iii|ii|i|[123])\b(?:\s*(?:-|to|or)\s*(iii|ii|i|[123])\b)?"
+        r"|^\s*(iii|ii|i|[123])\s*(?:/|of)\s*(?:iii|3)\b"
+    )
+    for m in re.finditer(pattern, f):
+        for x in m.groups():
+            if x is not None:
+                found.add(_ROMAN[x])
+    return found
+
+
+def unsure(name: str, text: str | None) -> str:
+    """Why a grade or margin value, though it has a meaning, may not be read right ("" when
+    nothing speaks against it): a grade that names two grades ("grade 2-3") or disagrees with
+    its own score; a margin that states both a clear and an involved status, or calls it
+    close with no distance."""
+    if not text:
+        return ""
+    f = re.sub(r"\s+", " ", fold(text))
+    if name == "grade":
+        canon = grade_canonical(text)
+        if canon is None:
+            return ""
+        grades = _grade_numbers(f)
+        if len(grades) > 1:
+            return "two grades"
+        if re.search(
+            r"\b(?:well|moderately|poorly)\b[\s-]+(?:to|-)[\s-]+(?:well|moderately|poorly)", f
+        ):
+            return "two grades"
+        m = re.search(r"score (\d)", canon)
+        if m and grades:
+            score = int(m.group(1))
+            by_score = 1 if score <= 5 else 2 if score <= 7 else 3
+            if by_score not in grades:
+                return "grade and score disagree"
+        return ""
+    if name == "margins":
+        canon = margins_canonical(text)
+        if canon is None:
+            return ""
+        s = squash(re.sub(r"\[\s*\]\s*(?:not\s+)?i\s?n\s?v\s?o\s?l\s?v\s?e\s?d", " ", f))
+        cleared = re.sub(r"notlnvolved|unlnvolved|nonlnvolved", "", s)
+        clear = _MARGIN_CLEAR.search(cleared) or re.search(r"notlnvolved|unlnvolved", s)
+        involved = _MARGIN_INVOLVED.search(cleared)
+        if clear and involved:
+            return "clear and involved"
+        if canon == "not involved" and re.search(r"close(?!st)", s):
+            return "close, no distance"
+        return ""
+    return ""
+
+
+CANONICALISERS = {
+    "er_status": receptor_canonical,
+    "pr_status": receptor_canonical,
+    "her2_status": her2_canonical,
+    "histology": histology_canonical,
+    "grade": grade_canonical,
+    "margins": margins_canonical,
+}
+
+
+def canonical(name: str, text: object) -> str | None:
+    """The canonical value of a stated value of field ``name`` (None: none, or not a field
+    with canonical values)."""
+    fn = CANONICALISERS.get(name)
+    if fn is None or text in (None, ""):
+        return None
+    return fn(str(text))
+
+
+def same(name: str, a: str, b: str) -> bool:
+    """Two canonical values agree: the same category (receptor, HER2, margin status), code or
+    grade; a percentage, intensity, score or distance counts only when both state it."""
+    if name == "histology":
+        return a.split()[0] == b.split()[0]
+
+    def parts(v: str) -> tuple[str, set[str]]:
+        head, _, rest = v.partition("(")
+        return head.strip(), {p.strip() for p in rest.rstrip(")").split(",") if p.strip()}
+
+    (ha, da), (hb, db) = parts(a), parts(b)
+    if ha != hb:
+        return False
+    kinds = {
+        "percent": lambda s: s.endswith("%"),
+        "mm": lambda s: s.endswith("mm"),
+        "score": lambda s: s.startswith("score"),
+        "intensity": lambda s: s in {"weak", "moderate", "strong"},
+    }
+    for test in kinds.values():
+        xa, xb = {p for p in da if test(p)}, {p for p in db if test(p)}
+        if xa and xb and xa != xb:
+            return False
+    return True
+
+
+# -- the structure reader --------------------------------------------------------------------------
+
+
+@dataclass
+class Reading:
+    name: str
+    value: str | None  # verbatim, as on the page (None: the report gives no current value)
+    canonical: str | None
+    snippet: str  # the line the value stands on, verbatim
+    page: int
+    level: int  # 0 clean labelled value, 1 from a sentence or put together, 2 doubtful
+    withheld: str = ""  # why there is no value: pending, empty box, previous biopsy
+    addendum: bool = False
+    sources: list[str] = field(default_factory=list)
+    unsure: str = ""  # why the value, as the page states it, may not be read right (``unsure``)
+
+
+@dataclass
+class _Line:
+    text: str  # logical line: wrapped continuation lines joined
+    page: int
+    start: int
+    end: int
+    block: int
+    history: bool
+    addendum: bool
+    node: bool  # in a lymph-node specimen's part
+
+
+_KEY_VALUE = re.compile(
+    r"^\s*(?:[-*\u2022]\s*)?(?P<k>(?:[A-Za-z]|[01](?=[A-Za-z]))[^:|\t\n.;%]{0,60}?)\s*(?::|\s\|\s|\t|\s-\s|\s{3,})\s*(?P<v>.*)$"
+)
+_HEADER_LINE = re.compile(r"^\s*[A-Z][A-Z0-9 ,'()/&#.-]{3,}(?<!\.):?\s*$")
+_PART_HEADER = re.compile(
+    r"^\s*(?:part\s+[a-h]\b|[a-h][.)]\s|specimen\s*(?:[a-h]|\d)\b)", re.IGNORECASE
+)
+_HISTORY_HEADER = re.compile(
+    r"^\s*(?:clinical\s+(?:history|information|data|indication)|history|indication|"
+    r"pre-?operative\s+diagnosis)\b",
+    re.IGNORECASE,
+)
+_ADDENDUM_HEADER = re.compile(
+    r"^\s*(?:a\s?d\s?d\s?e\s?n\s?d\s?u\s?m|amended\s+report)", re.IGNORECASE
+)
+_NODE = re.compile(r"lymph\s*node|sentinel|axilla", re.IGNORECASE)
+_PREVIOUS = re.compile(
+    rf"\b(?:{_loose('prior')}|{_loose('previous')}(?:ly)?|{_loose('outside')}|earlier|original)\b"
+    r"[^.;]{0,40}?"
+    r"\b(?:biops\w*|specimen|core|report\w*|case|showed|shows)|\bs\d{2}-\d{3,}",
+    re.IGNORECASE,
+)
+_PENDING = re.compile(
+    r"\b(?:pending|sent\s*(?:out|to)|to\s+follow|in\s+progress|not\s+yet\s+available|"
+    r"will\s+be\s+(?:reported|issued)|see\s+addendum|addendum\s+will|ordered|deferred|"
+    r"not\s+performed|not\s+done|not\s+applicable|n/a)\b",
+    re.IGNORECASE,
+)
+_NOT_PERFORMED = re.compile(r"\bnot\s+(?:performed|done|applicable)\b|\bn/a\b", re.IGNORECASE)
+_DEFERRED = re.compile(r"addendum", re.IGNORECASE)
+
+
+def _why_withheld(text: str) -> str:
+    """The reason code (``support``'s where it has one) for a value that is not given."""
+    if _NOT_PERFORMED.search(text):
+        return "not_performed"
+    if _DEFERRED.search(text):
+        return "deferred"
+    return "pending"
+
+
+_EMPTY = re.compile(r"^[\s_\[\]\.:-]*$")
+_CONTINUATION_STOP = re.compile(
+    r"^\s*(?:[-*\u2022]|(?:[A-Za-z]|[01](?=[A-Za-z]))[^:\n.;%]{0,60}:|[A-H][.)]\s|PART\s)"
+)
+
+
+def _logical_lines(pages: list[str]) -> list[_Line]:
+    lines: list[_Line] = []
+    block = 0
+    for number, text in enumerate(pages, start=1):
+        history = addendum = node = False
+        offset = 0
+        previous: _Line | None = None
+        for raw in text.split("\n"):
+            start, end = offset, offset + len(raw)
+            offset = end + 1
+            if not raw.strip():
+                block += 1
+                history = False
+                previous = None
+                continue
+            folded = fold(raw)
+            if _ADDENDUM_HEADER.match(folded):
+                addendum, history, node = True, False, False
+            if _HISTORY_HEADER.match(folded):
+                history = True
+            elif _PART_HEADER.match(raw) or (
+                _HEADER_LINE.match(raw) and re.search(r"breast|node|margin", raw, re.IGNORECASE)
+            ):
+                history = False
+                node = bool(_NODE.search(raw)) and not re.search(r"breast", raw, re.IGNORECASE)
+            boxes_wrapped = previous is not None and re.search(
+                r"\[\s*[xX\u2713]?\s*\]\s*$", previous.text
+            )
+            if previous is not None and (
+                boxes_wrapped or ("[" in previous.text and re.match(r"\s*(?:[a-z]|\[)", raw))
+            ):
+                previous.text += " " + raw.strip()
+                previous.end = end
+                continue
+            if (
+                previous is not None
+                and len(previous.text) >= 30
+                and not _CONTINUATION_STOP.match(raw)
+                and not _HEADER_LINE.match(raw)
+                and not re.search(r"\s\|\s|\t|\s{3,}", raw)
+                and not re.search(r"[.:]\s*$", previous.text)
+            ):
+                previous.text += " " + raw.strip()
+                previous.end = end
+                continue
+            line = _Line(raw, number, start, end, block, history, addendum, node)
+            lines.append(line)
+            previous = line
+    return lines
+
+
+# Keys: each field's key, as squashed text (see ``squash``).
+def _key_field(key: str) -> str | None:
+    k = squash(key)
+
+    def has(*words: str) -> bool:
+        return any(squash(w) in k for w in words)
+
+    first = fold(key).strip().split(" ")[0] if key.strip() else ""
+    if "estrogen" in k or "oestrogen" in k or first in {"er", "er(sp1)", "er(clone"}:
+        return "er"
+    if k.startswith("er") and not k.startswith("erb") and len(k) <= 12:
+        return "er"
+    if "progesteron" in k or first in {"pr", "pgr", "pr(1e2)", "pgr(1e2)"}:
+        return "pr"
+    if (k.startswith("pr") or k.startswith("pgr")) and len(k) <= 12 and "proc" not in k:
+        return "pr"
+    if "her2" in k or "erbb2" in k or "hercep" in k:
+        if re.search(r"flsh|slsh|clsh|lnsltu|hybrld", k) or re.search(r"\bi\s?s\s?h\b", fold(key)):
+            return "her2_ish"
+        if re.search(r"flnal|overall|status|result$", k):
+            return "her2_final"
+        return "her2_ihc"
+    if has("margin"):
+        return "margins"
+    if has("grade") and not has("nuclear", "dcis"):
+        return "grade"
+    if has("type", "histolog") and not has("procedure", "specimen", "laterality", "sample"):
+        return "histology"
+    if has("diagnosis") and not has("history"):
+        return "diagnosis"
+    return None
+
+
+_MARKER_IN_TEXT = re.compile(
+    rf"(?P<er>o?{_loose('estrogen')}\s*{_loose('receptor')}s?(?:\s*\(er\))?|\ber\b)"
+    rf"|(?P<pr>{_loose('progesterone')}\s*{_loose('receptor')}s?(?:\s*\((?:pr|pgr)\))?|\bpg?r\b)"
+    r"|(?P<her2>\bher-?\s?2(?:\s*/?\s*neu)?\b|c-?erb\s?b-?2)",
+)
+
+
+def _checked(value: str) -> str | None:
+    """The option checked in a printed row of boxes: "" when no box is checked (empty),
+    None when the value has no boxes."""
+    if not re.search(r"\[\s*[xX\u2713 ]?\s*\]", value):
+        return None
+    picked = re.findall(r"\[\s*[xX\u2713]\s*\]\s*([^\[\n]*?)(?=\s*\[|\s{2,}|$)", value)
+    # A lone O or l beside a box is a 0 or a 1 (an IHC score, a grade).
+    options = [{"O": "0", "o": "0", "l": "1", "I": "1"}.get(p.strip(), p.strip()) for p in picked]
+    return " ".join(options)
+
+
+def _form_extras(value: str) -> str:
+    """What follows the boxes on a form row: "%: 90", "Intensity: strong", "Ratio: 2.4"."""
+    out = []
+    for label, pattern in (
+        ("%", r"%\s*:\s*(\d{1,3})\b"),
+        ("", r"intensity\s*:\s*(weak|moderate|strong)"),
+        ("ratio ", r"ratio\s*:\s*(\d+(?:\.\d+)?)"),
+        ("score ", r"score\s*:\s*(\d)"),
+        ("", r"distance\s*:\s*(\d+(?:\.\d+)?\s*mm)"),
+    ):
+        m = re.search(pattern, value, re.IGNORECASE)
+        if m:
+            out.append(f"{m.group(1)}%" if label == "%" else f"{label}{m.group(1)}")
+    return ", ".join(out)
+
+
+@dataclass
+class _Candidate:
+    key: str  # er, pr, her2_ihc, her2_ish, her2_final, histology, grade, margins
+    value: str
+    line: _Line
+    level: int
+    withheld: str = ""
+    raw: str = ""  # a labelled value as it stands after its label (a form row's boxes)
+
+
+def _value_of(key: str, value: str) -> tuple[str, str]:
+    """(value to read, why withheld) for a labelled value."""
+    if _EMPTY.match(value):
+        return "", "empty"
+    boxes = _checked(value)
+    if boxes is not None:
+        if not boxes:
+            return "", "empty box"
+        extras = _form_extras(value)
+        return (f"{boxes} ({extras})" if extras else boxes), ""
+    # Folded: OCR writes "N0t applicable", "pend1ng".
+    if _PENDING.search(fold(value)) and not re.search(
+        r"\d\s*%|\d\s*\+|positive|negative|amplified", fold(value)
+    ):
+        return "", _why_withheld(fold(value))
+    return value, ""
+
+
+def _candidates(lines: list[_Line]) -> list[_Candidate]:
+    found: list[_Candidate] = []
+    for line in lines:
+        if line.history or line.node:
+            continue
+        text = line.text
+        if _PREVIOUS.search(fold(text)):
+            continue
+        kv = _KEY_VALUE.match(text)
+        key = _key_field(kv.group("k")) if kv else None
+        if kv and key and key != "diagnosis":
+            given, rest = kv.group("v"), ""
+            stop = re.search(r"\.\s+(?=[A-Z])", given)
+            if stop and _MARKER_IN_TEXT.search(fold(given[stop.end() :])):
+                # "PgR: low positive, 1%, weak. HER2 is 3+, ...": the next sentence names
+                # another marker; it is read as a sentence.
+                given, rest = given[: stop.start()], given[stop.end() :]
+            value, why = _value_of(key, given)
+            level = 0
+            if re.search(r"\s\|\s|\t|\s{3,}", text) and not re.search(r":", text):
+                level = 0  # a table row
+            found.append(_Candidate(key, value, line, level, why, given.strip()))
+            if key in ("grade", "margins") and _carcinoma(fold(kv.group("k"))):
+                # A diagnosis sentence whose grade wording has a colon ("Tubular carcinoma,
+                # histologic grade Grade: II/III"): its start is the tumour's type.
+                found.append(_Candidate("histology", kv.group("k"), line, 1))
+            if not rest:
+                continue
+            text = rest
+        # Narrative: clauses that name one marker; diagnosis lines for the tumour.
+        f = fold(text)
+        shorts = set(re.findall(r"(?<![A-Za-z])(ER|PR|PgR|PGR)(?![A-Za-z])", text))
+        shorts = {m.upper() for m in shorts}
+        for clause in re.split(r";|(?<=[a-z%)\]])\.(?:\s|$)", f):
+            if not clause.strip():
+                continue
+            # "er" / "pr" are markers only where the page writes them in capitals (OCR breaks
+            # words into fragments like "und er").
+            marks = [
+                m
+                for m in _MARKER_IN_TEXT.finditer(clause)
+                if len(m.group(0).strip()) > 3 or m.group(0).strip().upper() in shorts
+            ]
+            for i, m in enumerate(marks):
+                seg_start = m.start() if len(marks) > 1 else 0
+                seg_end = marks[i + 1].start() if i + 1 < len(marks) else len(clause)
+                segment = clause[seg_start:seg_end]
+                which = m.lastgroup or ""
+                if which == "her2":
+                    which = (
+                        "her2_ish"
+                        if re.search(r"flsh|slsh|lnsltu|ampllf", squash(segment))
+                        or re.search(r"\bi\s?s\s?h\b", segment)
+                        else "her2_ihc"
+                    )
+                given = re.search(r"\d\s*%|[0-3]\s*\+|amplified|positive|negative", segment)
+                if not given and _PENDING.search(clause):
+                    found.append(_Candidate(which, "", line, 1, _why_withheld(clause)))
+                    continue
+                found.append(_Candidate(which, segment.strip(" ,:"), line, 1))
+        if _MARKER_IN_TEXT.search(f):
+            continue
+        if _carcinoma(f):
+            found.append(_Candidate("histology", text, line, 1))
+        if re.search(r"grade|differentiated|nottingham", f) and not re.search(
+            r"nuclear\s+grade", f
+        ):
+            found.append(_Candidate("grade", text, line, 1))
+        if "margln" in squash(f) and not kv:
+            found.append(_Candidate("margins", text, line, 1))
+    return found
+
+
+def _verbatim(line: _Line, value: str, name: str = "") -> str:
+    """The value as it stands on the line (case and spacing of the page); of a margin
+    sentence, the clause that states the status."""
+    if not value:
+        return ""
+    if name == "margins":
+        for clause in re.split(r";|(?<=[A-Za-z%)\]])\.(?:\s|$)", line.text):
+            if margins_canonical(clause) is not None:
+                return clause.strip(" -\u2022*")
+    pattern = r"\s*".join(re.escape(c) for c in re.sub(r"\s+", "", value)[:60])
+    try:
+        m = re.search(pattern, fold(line.text))
+    except re.error:  # pragma: no cover - escaped above
+        m = None
+    return line.text[m.start() : m.end()] if m else line.text.strip()
+
+
+def _pick(cands: list[_Candidate], canon: str) -> tuple[_Candidate | None, list[_Candidate]]:
+    """The value that stands: an addendum's over the report's, a labelled one over a
+    sentence's, the first otherwise; and the others that give a different value."""
+    usable = [c for c in cands if c.value and canonical(canon, c.value)]
+    if not usable:
+        return None, []
+    addenda = [c for c in usable if c.line.addendum]
+    pool = addenda or usable
+    best = min(pool, key=lambda c: (c.level, c.line.page, c.line.start))
+    value = canonical(canon, best.value) or ""
+    others = [
+        c for c in pool if c is not best and not same(canon, value, canonical(canon, c.value) or "")
+    ]
+    return best, others
+
+
+def _reading(name: str, cands: list[_Candidate], canon: str) -> Reading | None:
+    best, others = _pick(cands, canon)
+    if best is None:
+        withheld = next((c for c in cands if c.withheld), None)
+        if withheld is None:
+            return None
+        return Reading(
+            name, None, None, withheld.line.text.strip(), withheld.line.page, 0, withheld.withheld
+        )
+    value = canonical(canon, best.value)
+    level = best.level + (1 if others else 0)
+    return Reading(
+        name,
+        _verbatim(best.line, best.value, name) if best.level else (best.raw or best.value.strip()),
+        value,
+        best.line.text.strip(),
+        best.line.page,
+        min(level, 2),
+        addendum=best.line.addendum,
+        unsure=unsure(name, best.raw or best.value),
+    )
+
+
+def _her2_reading(cands: list[_Candidate]) -> Reading | None:
+    ihc = [c for c in cands if c.key == "her2_ihc"]
+    ish = [c for c in cands if c.key == "her2_ish"]
+    final = [c for c in cands if c.key == "her2_final"]
+    best_final, _ = _pick(final, "her2_status")
+    if best_final is not None:
+        r = _reading("her2_status", final, "her2_status")
+        if r is not None:
+            return r
+    ihc_best, ihc_others = _pick(ihc, "her2_status")
+    ish_usable = [c for c in ish if c.value and her2_parts(c.value)[1]]
+    ish_best = None
+    if ish_usable:
+        addenda = [c for c in ish_usable if c.line.addendum]
+        ish_best = min(addenda or ish_usable, key=lambda c: (c.level, c.line.page, c.line.start))
+    if ihc_best is None and ish_best is None:
+        withheld = next((c for c in ihc + ish if c.withheld), None)
+        if withheld is None:
+            return None
+        return Reading(
+            "her2_status",
+            None,
+            None,
+            withheld.line.text.strip(),
+            withheld.line.page,
+            0,
+            withheld.withheld,
+        )
+    score, _, stated = her2_parts(ihc_best.value) if ihc_best else (None, "", "")
+    ish_result = her2_parts(ish_best.value)[1] if ish_best else ""
+    if ish_best is not None and ihc_best is None:
+        stated = ""
+    value = her2_combine(score, ish_result, stated)
+    if value is None:
+        return None
+    anchor = ish_best if (ish_best and (ish_best.line.addendum or score in (None, 2))) else ihc_best
+    assert anchor is not None
+    parts = []
+    if score is not None:
+        parts.append(f"IHC {score}+" if score else "IHC 0")
+    if ish_result:
+        parts.append(f"ISH {ish_result}")
+    level = max(anchor.level, 1 if (ihc_best and ish_best) else 0) + (1 if ihc_others else 0)
+    if (
+        ihc_best is not None
+        and ish_best is None
+        and score == 2
+        and any(c.line.addendum for c in cands if c.withheld)
+    ):
+        level = 2
+    return Reading(
+        "her2_status",
+        _verbatim(anchor.line, anchor.value)
+        if anchor.level
+        else (anchor.raw or anchor.value.strip()),
+        f"{value} ({', '.join(parts)})" if parts else value,
+        anchor.line.text.strip(),
+        anchor.line.page,
+        min(level, 2),
+        addendum=anchor.line.addendum,
+    )
+
+
+def is_breast_report(pages: list[str]) -> bool:
+    """The report is about the breast (the reader and the meaning checks apply to it)."""
+    return _is_breast(tuple(pages))
+
+
+@lru_cache(maxsize=32)
+def _is_breast(pages: tuple[str, ...]) -> bool:
+    text = fold("\n".join(pages))
+    squashed = squash(text)
+    return bool(
+        "breast" in squashed
+        or "mammary" in squashed
+        or "estrogenreceptor" in squashed
+        or re.search(r"\ber\b\s*[:(]", text)
+    )
+
+
+@lru_cache(maxsize=32)
+def _read(pages: tuple[str, ...]) -> dict[str, Reading]:
+    lines = _logical_lines(list(pages))
+    cands = _candidates(lines)
+    out: dict[str, Reading] = {}
+    for name, key in (
+        ("er_status", "er"),
+        ("pr_status", "pr"),
+        ("histology", "histology"),
+        ("grade", "grade"),
+        ("margins", "margins"),
+    ):
+        chosen = [c for c in cands if c.key == key]
+        if name == "histology" and not chosen:
+            continue
+        r = _reading(name, chosen, name)
+        if r is not None:
+            out[name] = r
+    her2 = _her2_reading([c for c in cands if c.key.startswith("her2")])
+    if her2 is not None:
+        out["her2_status"] = her2
+    return out
+
+
+def doubt(name: str, pages: list[str], value: str | None) -> str:
+    """Why a breast report's grade or margin value may not be read right ("" when nothing
+    speaks against it): the value's own words, or those of the page's statement of the same
+    meaning (a tight value "Grade 2" of "Grade 2 (total score 8)")."""
+    if name not in ("grade", "margins") or not value or not is_breast_report(pages):
+        return ""
+    why = unsure(name, value)
+    if why:
+        return why
+    reading = read(pages).get(name)
+    meaning = canonical(name, value)
+    if reading is None or not reading.canonical or meaning is None:
+        return ""
+    return reading.unsure if same(name, reading.canonical, meaning) else ""
+
+
+def read(pages: list[str]) -> dict[str, Reading]:
+    """Each field the report gives a current value for (or withholds one for, with the
+    reason), read from its structure; empty for a report that is not a breast report."""
+    if not is_breast_report(pages):
+        return {}
+    return _read(tuple(pages))

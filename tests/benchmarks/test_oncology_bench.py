@@ -1,0 +1,73 @@
+"""The oncology benchmark: values compared by meaning, the frozen split, the report's shape."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from benchmarks import oncology_bench, pathgen
+from benchmarks.evaluation import FieldCounts, value_matches
+
+
+def test_receptor_values_match_by_meaning_and_text_fields_by_text():
+    assert value_matches("positive (95%)", "strongly positive", name="er_status")
+    assert not value_matches("negative", "Positive (95%)", name="er_status")
+    assert value_matches(
+        "positive", "2+", name="her2_status", canonical="positive (IHC 2+, ISH amplified)"
+    )
+    assert value_matches(
+        "8500/3 invasive carcinoma of no special type",
+        "Infiltrating duct carcinoma",
+        name="histology",
+    )
+    # A value with no canonical meaning (dev's urothelial grade) falls back to text.
+    assert value_matches("High grade", "high-grade", name="grade")
+
+
+def test_a_wrong_canonical_value_is_a_false_positive_and_a_miss():
+    counts = FieldCounts()
+    counts.add("negative", "POSITIVE (90%)", name="er_status", canonical="positive (90%)")
+    assert (counts.tp, counts.fp, counts.fn) == (0, 1, 1)
+
+
+def test_the_split_is_frozen_and_covers_every_layout():
+    split = json.loads(pathgen.SPLIT_FILE.read_text())
+    assert sorted(split["build"] + split["held_out"]) == sorted(pathgen.templates())
+    assert not set(split["build"]) & set(split["held_out"])
+    assert {t.split("/")[0] for t in split["held_out"]} == set(pathgen.LAYOUTS)
+
+
+def test_generated_documents_are_reproducible_and_held_out_wording_differs():
+    assert pathgen.generate("synoptic/a", 3).text == pathgen.generate("synoptic/a", 3).text
+    build = {pathgen.pick(random.Random(i), "a", pathgen.LABELS["er"]) for i in range(50)}
+    held = {pathgen.pick(random.Random(i), "c", pathgen.LABELS["er"]) for i in range(50)}
+    assert not build & held
+
+
+def test_build_only_variants_draw_no_held_out_wording_and_leave_the_split_alone():
+    assert set(pathgen.split()["held_out"]) == {f"{lay}/c" for lay in pathgen.LAYOUTS}
+    for extra in pathgen.BUILD_EXTRA:
+        for key in ("grade", "margins", "er"):
+            held = {pathgen.pick(random.Random(i), "c", pathgen.LABELS[key]) for i in range(80)}
+            got = {pathgen.label(random.Random(i), extra, key) for i in range(80)}
+            assert got and not got & held
+        assert pathgen.split_of(f"synoptic/{extra}") == "build"
+
+
+def test_measure_prints_both_splits_side_by_side():
+    def perfect(doc_type: str, pages: list[str], loop: bool) -> dict[str, Any]:
+        doc = next(
+            d
+            for t in pathgen.templates()
+            for i in range(2)
+            if (d := pathgen.generate(t, i)).text == pages[0]
+        )
+        return {"values": dict(doc.truth), "iterations": 1, "score": 0.99}
+
+    metrics = oncology_bench.measure(perfect, per_template=2)
+    assert metrics["held_out"]["all"]["precision"] == 1.0
+    build = [t for t in pathgen.templates() if pathgen.split_of(t) == "build"]
+    assert metrics["build"]["all"]["band_documents"] == 2 * len(build)
+    report = oncology_bench.format_report(metrics)
+    assert "synoptic/c" in report and "held_out" in report and "met" in report

@@ -1,0 +1,429 @@
+"""Breast pathology values read from a report's structure, with their meaning (issue 37): one
+test per class of document, and properties over the report generator's build templates."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchmarks import pathgen
+from engine.fields import oncology
+from engine.fields.evaluator import evaluate, screen
+from engine.fields.offline_extractor import FOUND, UNSUPPORTED, extract
+from engine.fields.templates import Template
+
+
+def canon(report: str) -> dict[str, str | None]:
+    return {name: r.canonical for name, r in oncology.read([report]).items()}
+
+
+SYNOPTIC = """SURGICAL PATHOLOGY REPORT
+LEFT BREAST, LUMPECTOMY:
+Histologic Type: Invasive ductal carcinoma
+Nottingham Histologic Grade: Grade 2 (tubules 3, nuclei 2, mitoses 1; total score 6/9)
+Margins: Negative for carcinoma; closest margin posterior, 3 mm
+Estrogen Receptor (ER): Positive (90%, strong)
+Progesterone Receptor (PR): Low positive (5%, weak)
+HER2 (by immunohistochemistry): 1+ (negative)
+"""
+
+
+def test_synoptic_checklist_gives_canonical_values():
+    assert canon(SYNOPTIC) == {
+        "er_status": "positive (90%, strong)",
+        "pr_status": "low positive (5%, weak)",
+        "her2_status": "negative (IHC 1+)",
+        "histology": "8500/3 invasive carcinoma of no special type",
+        "grade": "grade 2 (score 6)",
+        "margins": "not involved (3 mm)",
+    }
+
+
+def test_narrative_comment_is_read_clause_by_clause():
+    report = """FINAL DIAGNOSIS:
+RIGHT BREAST, EXCISION:
+- INVASIVE LOBULAR CARCINOMA, NOTTINGHAM GRADE II (SCORE 6/9).
+- THE ANTERIOR MARGIN IS INVOLVED BY INVASIVE CARCINOMA.
+
+COMMENT:
+Immunohistochemistry: the tumor cells are negative for ER; PR is positive in 40% of tumor
+cells with moderate staining. HER2 is 2+, equivocal by immunohistochemistry.
+"""
+    got = canon(report)
+    assert got["er_status"] == "negative"
+    assert got["pr_status"] == "positive (40%, moderate)"
+    assert got["her2_status"] == "equivocal (IHC 2+)"
+    assert got["histology"].startswith("8520/3")
+    assert got["grade"] == "grade 2 (score 6)"
+    assert got["margins"] == "involved"
+
+
+def test_table_rows_are_key_and_cells():
+    report = """LEFT BREAST, MASTECTOMY:
+Invasive ductal carcinoma, Nottingham grade 3.
+Margins: Uninvolved (closest 2 mm).
+Marker | Result | Percent | Intensity
+ER | Negative | 0% | -
+PR | Positive | 70% | strong
+HER2 IHC | Positive | 3+ | -
+"""
+    got = canon(report)
+    assert (got["er_status"], got["pr_status"], got["her2_status"]) == (
+        "negative",
+        "positive (70%, strong)",
+        "positive (IHC 3+)",
+    )
+
+
+def test_ocr_noise_broken_words_and_confused_letters():
+    report = """LEFT BREAST, LUMPECT0MY:
+Hist0logic Type: lnvasive ca rcinoma, tubular type
+0estrogen Recept or: P0sitive, l00% of tumor cel ls, str0ng intensity
+Marg ins: Not invol ved, closest O.5 mm
+"""
+    got = canon(report)
+    assert got["er_status"] == "positive (100%, strong)"
+    assert got["histology"].startswith("8211/3")
+    assert got["margins"] == "not involved (0.5 mm)"
+
+
+def test_wrapped_line_is_joined_to_its_value():
+    report = """RIGHT BREAST, EXCISION:
+DIAGNOSIS:
+- MIXED DUCTAL AND LOBULAR CARCINOMA (ICD-O-3 8522/3),
+NOTTINGHAM HISTOLOGIC GRADE III (SCORE 8/9).
+Estrogen receptor: positive, 95%,
+moderate
+"""
+    got = canon(report)
+    assert got["grade"] == "grade 3 (score 8)"
+    assert got["er_status"] == "positive (95%, moderate)"
+
+
+def test_addendum_supersedes_the_report_and_decides_her2():
+    report = """LEFT BREAST, LUMPECTOMY:
+Histologic Type: Invasive ductal carcinoma
+HER2 (IHC): 2+ (equivocal)
+Estrogen Receptor: See addendum
+
+ADDENDUM
+HER2 (FISH): Amplified (HER2/CEP17 ratio 3.1)
+Estrogen Receptor: Negative (0%)
+"""
+    got = canon(report)
+    assert got["her2_status"] == "positive (IHC 2+, ISH amplified)"
+    assert got["er_status"] == "negative"
+    assert oncology.read([report])["her2_status"].addendum
+
+
+def test_value_of_a_node_specimen_is_not_the_tumours():
+    report = """A. SENTINEL LYMPH NODE, EXCISION:
+- METASTATIC DUCTAL CARCINOMA IN 1 OF 2 LYMPH NODES.
+
+B. LEFT BREAST, LUMPECTOMY:
+Histologic Type: Invasive lobular carcinoma
+"""
+    assert canon(report)["histology"].startswith("8520/3")
+
+
+@pytest.mark.parametrize("word", ["Pending", "Sent out to reference laboratory", "To follow"])
+def test_pending_or_sent_out_is_no_value(word):
+    report = f"""LEFT BREAST, CORE BIOPSY:
+Histologic Type: Invasive ductal carcinoma
+Estrogen Receptor: {word}
+"""
+    reading = oncology.read([report])["er_status"]
+    assert reading.value is None and reading.withheld == "pending"
+
+
+def test_previous_biopsy_quoted_is_no_value():
+    report = """CLINICAL HISTORY:
+Woman with a breast mass. Prior core biopsy (S19-4411): ER positive, PR positive, HER2 3+.
+
+RIGHT BREAST, MASTECTOMY:
+Histologic Type: Invasive ductal carcinoma
+COMMENT:
+Previous biopsy showed estrogen receptor positive and HER2 positive.
+"""
+    got = oncology.read([report])
+    assert "er_status" not in got and "her2_status" not in got and "pr_status" not in got
+
+
+def test_icdo_code_beside_the_words_gives_the_term():
+    report = "RIGHT BREAST, EXCISION:\nTumor Type: Colloid carcinoma (ICD-O-3 8480/3)\n"
+    assert canon(report)["histology"] == "8480/3 mucinous carcinoma"
+
+
+def test_form_with_empty_boxes_has_no_value_and_a_checked_box_has_one():
+    report = """BREAST PATHOLOGY REPORTING FORM
+Institution: ________
+Estrogen Receptor: [ ] Positive  [ ] Low positive  [ ] Negative   %: ________
+Progesterone Receptor: [X] Positive  [ ] Low positive  [ ] Negative   %: 60   Intensity: strong
+Surgical Margins: [ ] Involved  [ ] Not involved   Distance: ________
+Histologic Grade: [ ] 1 [X] 2 [ ] 3   Score: 7
+"""
+    got = oncology.read([report])
+    assert got["er_status"].value is None and got["er_status"].withheld == "empty box"
+    assert got["pr_status"].canonical == "positive (60%, strong)"
+    assert got["margins"].value is None
+    assert got["grade"].canonical == "grade 2 (score 7)"
+
+
+@pytest.mark.parametrize(
+    ("ihc", "ish", "expected"),
+    [
+        ("0", "", "negative"),
+        ("1+", "", "negative"),
+        ("2+", "", "equivocal"),
+        ("2+", "Amplified (ratio 2.4)", "positive"),
+        ("2+", "Not amplified (ratio 1.2)", "negative"),
+        ("3+", "", "positive"),
+        ("1+", "Amplified (ratio 4.0)", "positive"),
+    ],
+)
+def test_her2_follows_the_asco_cap_rule(ihc, ish, expected):
+    report = f"LEFT BREAST, EXCISION:\nHER2 (IHC): {ihc}\n" + (
+        f"HER2 (FISH): {ish}\n" if ish else ""
+    )
+    assert canon(report)["her2_status"].split(" (")[0] == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "a", "b", "agree"),
+    [
+        ("er_status", "strongly positive", "Positive (95%)", True),
+        ("er_status", "Positive (95%)", "Positive (60%)", False),
+        ("er_status", "Positive (5%)", "Low positive", True),
+        ("er_status", "negative", "Positive (90%, strong)", False),
+        ("histology", "Infiltrating duct carcinoma", "invasive carcinoma NST, 8500/3", True),
+        ("grade", "Nottingham grade II", "G2, score 6", True),
+        ("margins", "free of tumor, 3 mm", "Negative (closest 3 mm)", True),
+        ("margins", "Not involved", "tumor at the inked margin", False),
+    ],
+)
+def test_canonical_values_compare_by_meaning(name, a, b, agree):
+    x, y = oncology.canonical(name, a), oncology.canonical(name, b)
+    assert x is not None and y is not None
+    assert oncology.same(name, x, y) is agree
+
+
+def test_a_report_that_is_not_a_breast_report_is_not_read():
+    assert oncology.read(["URINARY BLADDER, TURBT:\nUrothelial carcinoma, high grade.\n"]) == {}
+
+
+# -- properties over the generator's build templates ----------------------------------------------
+
+BUILD = [t for t in pathgen.templates() if pathgen.split_of(t) == "build"]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(BUILD), st.integers(min_value=1000, max_value=100_000))
+def test_any_generated_report_gives_the_true_canonical_values(template, index):
+    doc = pathgen.generate(template, index)
+    got = oncology.read([doc.text])
+    for name in pathgen.FIELDS:
+        truth = doc.truth[name]
+        reading = got.get(name)
+        value = reading.canonical if reading else None
+        if truth is None:
+            assert value is None, (name, doc.features)
+        else:
+            expected = oncology.canonical(name, truth)
+            assert value is not None and expected is not None, (name, doc.features)
+            assert oncology.same(name, expected, value), (name, truth, value, doc.features)
+
+
+def pathology_template() -> Template:
+    from engine.fields.library import load_packs
+
+    packs = load_packs(("clinical",))
+    template = packs["clinical"].template("pathology")
+    assert template is not None
+    return template
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(BUILD), st.integers(min_value=1000, max_value=100_000))
+def test_extraction_reports_the_true_er_and_withholds_what_is_not_given(template, index):
+    doc = pathgen.generate(template, index)
+    tpl = pathology_template()
+    fields = screen(tpl, extract(tpl, [doc.text]), [doc.text])
+    er = fields["er_status"]
+    if doc.truth["er_status"] is None:
+        assert er.status != FOUND
+    else:
+        assert er.status == FOUND and er.canonical is not None
+        truth = oncology.canonical("er_status", doc.truth["er_status"])
+        assert truth is not None and oncology.same("er_status", truth, er.canonical)
+        assert " ".join(er.value.split()) in " ".join(doc.text.split())
+
+
+def test_a_pending_receptor_is_withheld_not_reported():
+    tpl = pathology_template()
+    report = "LEFT BREAST, CORE BIOPSY:\nHistologic Type: Invasive ductal carcinoma\n"
+    report += "Estrogen Receptor: Pending\n"
+    fields = screen(tpl, extract(tpl, [report]), [report])
+    assert fields["er_status"].status == UNSUPPORTED
+    assert evaluate(tpl, fields, [report]).overall > 0
+
+
+def test_an_ocr_fragment_er_is_not_the_estrogen_receptor():
+    report = """LEFT BREAST, EXCISION:
+COMMENT:
+Tumor cells und er the nipple are positive (90%) for cytokeratin.
+"""
+    assert "er_status" not in oncology.read([report])
+
+
+def test_an_empty_institution_box_and_a_form_title_name_no_institution():
+    tpl = pathology_template()
+    report = """BREAST PATHOLOGY REPORTING FORM
+Institution: ________
+Requesting physician: ________
+Histologic Type: Invasive ductal carcinoma
+Estrogen Receptor: [X] Positive  [ ] Low positive  [ ] Negative   %: 80   Intensity: strong
+"""
+    fields = screen(tpl, extract(tpl, [report]), [report])
+    assert fields["institution"].status != FOUND and fields["institution"].value is None
+    assert fields["er_status"].canonical == "positive (80%, strong)"
+
+
+# -- CAP checklist wordings (the build-only generator variants d, e) -------------------------------
+
+CAP = """SURGICAL PATHOLOGY REPORT
+RIGHT BREAST, LUMPECTOMY:
+CAP CANCER CHECKLIST
+Histologic Type: Invasive ductal carcinoma
+Histologic Grade (Nottingham Histologic Score)
+Glandular (Acinar)/Tubular Differentiation: Score 3
+Nuclear Pleomorphism: Score 2
+Mitotic Rate: Score 2
+Overall Grade: Grade 2 (scores of 6-7)
+Margin Status for Invasive Carcinoma: All margins negative for invasive carcinoma
+Distance from Invasive Carcinoma to Closest Margin: 4 mm
+Closest Margin(s) to Invasive Carcinoma: Anterior
+Estrogen Receptor (ER): Positive (90%, strong)
+"""
+
+
+def test_cap_checklist_component_rows_give_the_overall_grade_not_a_component_score():
+    got = canon(CAP)
+    # "scores of 6-7" is the range grade 2 stands for: no score of this tumour is read.
+    assert got["grade"] == "grade 2"
+    assert got["margins"] is not None and got["margins"].startswith("not involved")
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("Grade 2 (score 6-7)", "grade 2"),
+        ("Grade: II/III (Nottingham score 7)", "grade 2 (score 7)"),
+        ("SBR grade 3 (score 8/9)", "grade 3 (score 8)"),
+        ("Nottingham combined histologic grade 1 of 3 (total score = 5)", "grade 1 (score 5)"),
+        ("Scarff-Bloom-Richardson grade III", "grade 3"),
+        ("G II", "grade 2"),
+        ("Grade two (score 6)", "grade 2 (score 6)"),
+    ],
+)
+def test_grade_wordings_of_a_checklist(value, expected):
+    assert oncology.grade_canonical(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (
+            "Uninvolved by invasive carcinoma; Distance from closest margin: 4 mm",
+            "not involved (4 mm)",
+        ),
+        ("Close (0.5 mm, anterior margin)", "not involved (0.5 mm)"),
+        ("Close (<2 mm); 1 mm to superior margin", "not involved (1 mm)"),
+        ("Free (7 mm, medial margin)", "not involved (7 mm)"),
+        ("Clear of invasive carcinoma, closest lateral margin 3 mm", "not involved (3 mm)"),
+        ("Transected (inferior margin)", "involved"),
+        ("Carcinoma transected at posterior margin", "involved"),
+        ("Positive for invasive carcinoma at the medial margin", "involved"),
+        ("Involved", "involved"),
+        ("No ink on tumor; closest 2 mm", "not involved (2 mm)"),
+        ("Tumor at ink (anterior)", "involved"),
+    ],
+)
+def test_margin_wordings_of_a_checklist(value, expected):
+    assert oncology.margins_canonical(value) == expected
+
+
+@pytest.mark.parametrize(
+    "name, value, why",
+    [
+        ("grade", "Grade 2-3", "two grades"),
+        ("grade", "grade 2 or 3", "two grades"),
+        ("grade", "moderately to poorly differentiated", "two grades"),
+        ("grade", "Grade 2 (total score 8)", "grade and score disagree"),
+        ("grade", "II/III, total score 8", "grade and score disagree"),
+        ("grade", "Grade II/III (score 6)", ""),
+        ("grade", "Grade 2 (scores of 6-7)", ""),
+        (
+            "margins",
+            "Negative for invasive carcinoma; carcinoma involves the anterior margin",
+            "clear and involved",
+        ),
+        ("margins", "Close", "close, no distance"),
+        ("margins", "Close (1 mm, anterior)", ""),
+        ("margins", "Uninvolved by invasive carcinoma", ""),
+        ("margins", "Not involved, closest 4 mm lateral", ""),
+    ],
+)
+def test_a_grade_or_margin_that_speaks_against_itself_is_unsure(name, value, why):
+    assert oncology.unsure(name, value) == why
+
+
+def test_the_score_does_not_vouch_for_an_unsure_grade():
+    tpl = pathology_template()
+
+    def grade_score(grade_line: str) -> tuple[float, float]:
+        report = SYNOPTIC.replace(
+            "Grade 2 (tubules 3, nuclei 2, mitoses 1; total score 6/9)", grade_line
+        )
+        fields = screen(tpl, extract(tpl, [report]), [report])
+        return fields["grade"].confidence, evaluate(tpl, fields, [report]).overall
+
+    sure_conf, sure = grade_score("Grade 2 (total score 6)")
+    unsure_conf, unsure = grade_score("Grade 2 (total score 8)")
+    assert unsure_conf < sure_conf
+    assert unsure < sure
+
+
+def test_ocr_spellings_of_not_applicable_and_one_millimetre():
+    assert oncology.margins_canonical("Close (l mm, lateral margin).") == "not involved (1 mm)"
+    report = SYNOPTIC.replace(
+        "Negative for carcinoma; closest margin posterior, 3 mm", "N0t applicable"
+    )
+    margins = oncology.read([report])["margins"]
+    assert margins.value is None and margins.withheld == "not_performed"
+
+
+def test_ocr_broken_grade_words_and_a_component_sum():
+    assert oncology.grade_canonical("Mo dified SBR: 2+2+2 = 6 (g rade 2)") == "grade 2 (score 6)"
+    assert oncology.grade_canonical("NOTTINGHAM GRADE lI, MO DERATELY") == "grade 2"
+
+
+def test_a_labelled_value_followed_by_another_markers_sentence_gives_both():
+    report = (
+        "LEFT BREAST, EXCISION:\nInvasive ductal carcinoma.\n"
+        "PgR: low positive, 1%, weak. HER2 is 3+, positive by immunohistochemistry.\n"
+    )
+    assert canon(report)["pr_status"] == "low positive (1%, weak)"
+    assert canon(report)["her2_status"] == "positive (IHC 3+)"
+
+
+def test_a_grade_phrase_with_a_colon_in_a_diagnosis_keeps_the_histology():
+    report = (
+        "RIGHT BREAST, CORE BIOPSY:\nDIAGNOSIS:\n"
+        "Tubular adenocarcinoma, histologic grade (nottingham) "
+        "Grade: II/III (Nottingham score 6).\n"
+        "ER: Positive, 70%, moderate\n"
+    )
+    got = canon(report)
+    assert got["histology"] == "8211/3 tubular carcinoma"
+    assert got["grade"] == "grade 2 (score 6)"
