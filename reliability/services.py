@@ -236,6 +236,30 @@ def run_resume(*, run: Run) -> bool:
     return bool(updated)
 
 
+def attempts_save(run: Run, outcome: pipeline.Outcome) -> None:
+    """A run's attempts, each with its issues, as the orchestrator recorded them."""
+    for record in outcome.attempts:
+        attempt = Attempt.objects.create(
+            run=run,
+            number=record.number,
+            source=record.source,
+            classification=record.output.model_dump(mode="json"),
+            fingerprint=record.fingerprint,
+            fixes_applied=record.fixes,
+            decision=record.decision.value,
+            decision_rule=record.verification.verdict.rule,
+            decision_trace=record.verification.verdict.trace,
+            feedback=record.feedback,
+            grounding=record.verification.grounding,
+            quality_score=record.verification.quality_score,
+            llm_calls=record.llm_calls,
+            duration_seconds=round(record.seconds, 4),
+            verification_seconds=round(record.verification.seconds, 4),
+            note=record.note,
+        )
+        Issue.objects.bulk_create(_issue_rows(attempt, record))
+
+
 def _issue_rows(attempt: Attempt, record: pipeline.AttemptRecord) -> list[Issue]:
     return [
         Issue(
@@ -416,26 +440,7 @@ def _run_save(
     with transaction.atomic():
         if not claim.holds():
             raise RunSuperseded(str(run.pk))
-        for record in outcome.attempts:
-            attempt = Attempt.objects.create(
-                run=run,
-                number=record.number,
-                source=record.source,
-                classification=record.output.model_dump(mode="json"),
-                fingerprint=record.fingerprint,
-                fixes_applied=record.fixes,
-                decision=record.decision.value,
-                decision_rule=record.verification.verdict.rule,
-                decision_trace=record.verification.verdict.trace,
-                feedback=record.feedback,
-                grounding=record.verification.grounding,
-                quality_score=record.verification.quality_score,
-                llm_calls=record.llm_calls,
-                duration_seconds=round(record.seconds, 4),
-                verification_seconds=round(record.verification.seconds, 4),
-                note=record.note,
-            )
-            Issue.objects.bulk_create(_issue_rows(attempt, record))
+        attempts_save(run, outcome)
         fields_save(run=run, rows=decided.fields)
         save_fields(
             run,

@@ -14,8 +14,8 @@ from engine.document import DocumentContext, HiddenText
 from engine.exemplars import CellTrust
 from engine.schemas import Decision, DocType, Evidence
 from reliability import learning, waivers
-from reliability.models import Attempt, Issue, Run
-from reliability.services import _issue_rows
+from reliability.models import Issue, Run
+from reliability.services import attempts_save
 from review.corrections import correction_build
 from review.services import decisions
 from review.services.decisions import packet_create
@@ -65,17 +65,7 @@ def escalated(source: str, key: str, **kwargs: Any) -> Any:
         best_attempt_number=outcome.best.number,
         learning={"source": source},
     )
-    for record in outcome.attempts:
-        attempt = Attempt.objects.create(
-            run=run,
-            number=record.number,
-            source=record.source,
-            classification=record.output.model_dump(mode="json"),
-            fingerprint=record.fingerprint,
-            decision=record.decision.value,
-            decision_rule=record.verification.verdict.rule,
-        )
-        Issue.objects.bulk_create(_issue_rows(attempt, record))
+    attempts_save(run, outcome)
     return packet_create(run=run, outcome=outcome, comparison={"available": False})
 
 
