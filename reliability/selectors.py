@@ -168,17 +168,18 @@ LEARNING_DAYS = 60  # the time series of the metrics page
 NOVELTY_ALERT_MIN_RUNS = 20  # fewer runs in the window than this: a rate is not an alert
 
 
-def source_certification(*, document_id: Any, doc_type: str) -> Any:
+def source_certification(*, document_id: Any, doc_type: str | None) -> Any:
     """The record that the clinician label of ``document_id`` (of type ``doc_type``) certified
     its source's exemplar memory (reliability.learning.certifications_record), or None. The
-    caller decides whether the user may see the decision at all (review.visibility)."""
+    document's records are read in one query whatever ``doc_type`` is (None: the user may not
+    see the decision, review.visibility), so a page takes the same queries under a blind check
+    as without one."""
     from reliability.models import SourceCertification
 
-    return (
-        SourceCertification.objects.filter(document_key=str(document_id), doc_type=doc_type)
-        .order_by("-created_at")
-        .first()
+    records = SourceCertification.objects.filter(document_key=str(document_id)).order_by(
+        "-created_at"
     )
+    return next((r for r in records if doc_type is not None and r.doc_type == doc_type), None)
 
 
 def learning_sources(runs: Any, window: Any) -> list[dict[str, Any]]:

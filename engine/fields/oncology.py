@@ -347,6 +347,21 @@ def canonical(name: str, text: object) -> str | None:
     return fn(str(text))
 
 
+# A diagnosis that names no tumour ("Benign breast tissue", "Fibroadenoma", "Negative for
+# malignancy"): outside the WHO/ICD-O tumour terms the histology field's meaning is read in,
+# so it has none, and that is no doubt about it.
+_NO_TUMOUR = re.compile(
+    r"\b(benign|no (evidence of )?(malignancy|carcinoma|tumou?r)|negative for (malignancy|"
+    r"carcinoma)|fibroadenoma|fibrocystic|fibroadipose|no (significant )?abnormality)",
+    re.IGNORECASE,
+)
+
+
+def names_no_tumour(name: str, text: object) -> bool:
+    """A histology value that names no tumour (see _NO_TUMOUR)."""
+    return name == "histology" and bool(_NO_TUMOUR.search(fold(str(text or ""))))
+
+
 def same(name: str, a: str, b: str) -> bool:
     """Two canonical values agree: the same category (receptor, HER2, margin status), code or
     grade; a percentage, intensity, score or distance counts only when both state it."""

@@ -136,11 +136,13 @@ def _packet_context(
         "decisions": decisions,
         "standing": standing,
         "standing_truth": standing.ground_truth if standing else None,
-        # Only with a decision the user may see (``standing`` is None under a blind check).
+        # Only with a decision the user may see (``standing`` is None under a blind check),
+        # asked of every decided packet (the same queries, seen or not).
         "certification": source_certification(
-            document_id=packet.document_id, doc_type=standing.ground_truth.dominant_type
+            document_id=packet.document_id,
+            doc_type=standing.ground_truth.dominant_type if standing else None,
         )
-        if standing
+        if packet.status == ReviewPacket.Status.COMPLETED
         else None,
         "truth_fields": selectors.fields_for_display(standing.ground_truth.fields)
         if standing

@@ -427,3 +427,16 @@ def test_a_grade_phrase_with_a_colon_in_a_diagnosis_keeps_the_histology():
     got = canon(report)
     assert got["histology"] == "8211/3 tubular carcinoma"
     assert got["grade"] == "grade 2 (score 6)"
+
+
+@pytest.mark.parametrize(
+    "diagnosis",
+    ["Benign breast tissue.", "Fibroadenoma.", "Fibrocystic changes.", "Negative for malignancy."],
+)
+def test_a_benign_breast_diagnosis_is_no_doubt_for_the_score(diagnosis: str) -> None:
+    # A breast biopsy with no tumour has no WHO/ICD-O term to read: its histology keeps the
+    # trust of its reading (a doubt would send every benign biopsy back to the model).
+    assert oncology.canonical("histology", diagnosis) is None
+    assert oncology.names_no_tumour("histology", diagnosis)
+    assert not oncology.names_no_tumour("histology", "Invasive ductal carcinoma, grade 2")
+    assert not oncology.names_no_tumour("er_status", diagnosis)
