@@ -86,11 +86,6 @@ MIDDLEWARE = [
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
 
-# Form widgets are drawn by Django's Jinja2 form renderer: the same markup as the default
-# renderer's templates, at about a quarter of the cost (the packet page's correction form: 3.3 ms
-# of widgets a request down to 0.9 ms, measured in process on 2026-11-29).
-FORM_RENDERER = "django.forms.renderers.Jinja2"
-
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
