@@ -523,8 +523,7 @@ def _trust(spec: FieldSpec, extracted: ExtractedField, outline: Outline) -> floa
         spec.name in oncology.FIELDS
         and extracted.value is not None
         and oncology.is_breast_report(outline.pages)
-        and (extracted.canonical or oncology.canonical(spec.name, extracted.value)) is None
-        and not oncology.names_no_tumour(spec.name, extracted.value)
+        and oncology.meaning_unread(spec.name, extracted.value, extracted.canonical)
     ):
         # A breast report's receptor, HER2, histology, grade or margin value without a
         # meaning that can be read (any extractor's): the score does not vouch for it.

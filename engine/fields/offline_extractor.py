@@ -177,7 +177,7 @@ def extract_field(
             # A breast report's value its structure did not give: kept with its meaning, or,
             # when it has none (not a receptor status, a HER2 result, a grade...), as a doubt.
             found.canonical = oncology.canonical(spec.name, found.value)
-            if found.canonical is None and not oncology.names_no_tumour(spec.name, found.value):
+            if oncology.meaning_unread(spec.name, found.value, found.canonical):
                 found.confidence = min(found.confidence, UNCONFIRMED_CONFIDENCE)
     if found.status == FOUND and oncology.doubt(spec.name, outline.pages, found.value):
         # A grade or margin value that speaks against itself: kept, not vouched for.

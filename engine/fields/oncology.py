@@ -362,6 +362,13 @@ def names_no_tumour(name: str, text: object) -> bool:
     return name == "histology" and bool(_NO_TUMOUR.search(fold(str(text or ""))))
 
 
+def meaning_unread(name: str, text: object, meaning: str | None = None) -> bool:
+    """A stated value of field ``name`` whose meaning cannot be read (``meaning``: one read
+    already, else read here), and which is not a diagnosis naming no tumour: a doubt the score
+    does not vouch for (the evaluator's trust and the offline extractor's confidence)."""
+    return (meaning or canonical(name, text)) is None and not names_no_tumour(name, text)
+
+
 def same(name: str, a: str, b: str) -> bool:
     """Two canonical values agree: the same category (receptor, HER2, margin status), code or
     grade; a percentage, intensity, score or distance counts only when both state it."""
