@@ -154,3 +154,133 @@ def test_misread_and_not_shown_words_raise_hidden_text() -> None:
     for kind in ("not_shown", "misread"):
         issues = hidden_text_issues([HiddenText(page=2, kind=kind, words=MIN_HIDDEN_WORDS)])
         assert [(i.code, i.location) for i in issues] == [("hidden_text", "pages[2]")]
+
+
+class CountingOcr:
+    """tesseract, counting its calls."""
+
+    def __init__(self) -> None:
+        self.engine = make_tesseract_engine()
+        self.calls = 0
+
+    def __call__(self, image: Any) -> Any:
+        self.calls += 1
+        return self.engine(image)
+
+
+def read_with_memory(pdf: bytes, trusted: frozenset[tuple[str, str]]) -> tuple[Any, int, Any]:
+    from documents.hidden import Fonts
+
+    ocr, fonts = CountingOcr(), Fonts(trusted=trusted)
+    pages = reader.extract_pdf(pdf, ocr=ocr, fonts=fonts)  # type: ignore[arg-type]
+    return pages, ocr.calls, fonts.confirmed
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not tesseract_available(), reason="tesseract is not installed")
+def test_glyphs_confirmed_by_earlier_documents_spare_the_ocr_and_change_no_text() -> None:
+    from benchmarks.pdfgen import text_pdf
+
+    documents = [text_pdf([list(lines)]) for _label, lines in hiddengen.TEMPLATES.values()]
+    trusted: frozenset[tuple[str, str]] = frozenset()
+    calls: list[list[int]] = [[], []]
+    texts: list[list[list[str]]] = [[], []]
+    for turn in (0, 1):  # a stream of documents in the same fonts, twice
+        for pdf in documents:
+            pages, count, confirmed = read_with_memory(pdf, trusted)
+            assert all(p.hidden == [] for p in pages)
+            calls[turn].append(count)
+            texts[turn].append([p.text for p in pages])
+            trusted |= confirmed
+    # The first documents are read; later ones find their glyphs confirmed already.
+    # (A glyph whose only word OCR never reads exactly is read again with its document.)
+    assert calls[0][0] == 1 and sum(calls[0]) < len(documents), calls
+    assert 4 * sum(calls[1]) <= sum(calls[0]), calls
+    assert texts[0] == texts[1]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not tesseract_available(), reason="tesseract is not installed")
+@pytest.mark.parametrize("variant", [0, 1])
+def test_a_lying_font_is_read_again_whatever_earlier_documents_confirmed(variant: int) -> None:
+    from benchmarks.pdfgen import text_pdf
+
+    # Every honest glyph the same page's fonts draw, confirmed by earlier documents...
+    trusted: frozenset[tuple[str, str]] = frozenset()
+    for template in hiddengen.TEMPLATES:
+        for _ in range(2):
+            _pages, _count, confirmed = read_with_memory(
+                text_pdf([list(hiddengen.TEMPLATES[template][1])]), trusted
+            )
+            trusted |= confirmed
+    # ...and the glyphs of a lying map are none of them: they are read, and left out.
+    case = hiddengen.Case("t", "chest_ct", "radiology", "pathology", "tounicode_lie", variant, 3)
+    pages, calls, confirmed = read_with_memory(case.pdf(), trusted)
+    assert calls >= 1
+    assert_left_out_and_raised(case, pages)
+    assert any(h["kind"] == "misread" for h in pages[0].hidden)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not tesseract_available(), reason="tesseract is not installed")
+def test_ingestion_keeps_the_glyphs_it_confirmed_for_the_documents_after() -> None:
+    from benchmarks.pdfgen import text_pdf
+    from documents import services
+
+    pdf = text_pdf([list(hiddengen.TEMPLATES["surgical_pathology"][1])])
+    assert services.trusted_glyphs() == frozenset()
+    first = services.pages_extract(name="a.pdf", data=pdf)  # read in the sandbox
+    kept = services.trusted_glyphs()
+    assert kept and all(len(letter) == 1 and len(digest) == 24 for letter, digest in kept)
+    again = services.pages_extract(name="b.pdf", data=pdf)
+    assert [p.text for p in again] == [p.text for p in first]
+    assert services.trusted_glyphs() >= kept
+
+
+def test_only_well_formed_glyphs_come_back_from_the_sandbox(monkeypatch: Any) -> None:
+    from documents import services
+
+    good, other = ("a", "0" * 24), ("b", "1" * 24)
+    services.remember_glyphs(
+        frozenset(),
+        [good, ("ab", "0" * 24), ("a", "short"), "a", ("a", 5), ("a", "0" * 24, "x")],
+    )
+    assert services.trusted_glyphs() == {good}
+    monkeypatch.setattr(services, "GLYPHS_MAX", 1)
+    services.remember_glyphs(services.trusted_glyphs(), [other])  # over the bound: not kept
+    assert services.trusted_glyphs() == {good}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not tesseract_available(), reason="tesseract is not installed")
+def test_bench_reading_reports_the_glyph_checks_calls_with_and_without_the_memory(
+    tmp_path: Any,
+) -> None:
+    import json
+
+    from django.core.management import call_command
+
+    from benchmarks.pdfgen import text_pdf
+
+    (tmp_path / "docs").mkdir()
+    rows = ["doc_id,label,source,path"]
+    for name, (label, lines) in hiddengen.TEMPLATES.items():
+        (tmp_path / "docs" / f"{name}.pdf").write_bytes(text_pdf([list(lines)]))
+        rows.append(f"{name},{label},generated,docs/{name}.pdf")
+    (tmp_path / "labels.csv").write_text("\n".join(rows) + "\n")
+    figures = {}
+    for flag in ([], ["--no-glyph-memory"]):
+        out = tmp_path / "r.json"
+        call_command(
+            "bench_reading", "--corpus", str(tmp_path), "--no-generated", *flag,
+            "--json", str(out),
+        )  # fmt: skip
+        halves = json.loads(out.read_text())["corpus"]
+        figures[bool(flag)] = sum(
+            h["ocr_calls_per_document"] * h["documents"] for h in halves.values()
+        )
+        assert all(h["pages_raising_hidden_text"] == 0 for h in halves.values())
+        assert {h["glyph_memory"] for h in halves.values()} == {not flag}
+    with_memory, without = figures[False], figures[True]
+    assert without == sum(h["documents"] for h in halves.values())  # one reading each
+    assert with_memory < without
