@@ -2,9 +2,10 @@
 
 A *template* is a layout (synoptic checklist, narrative, table, institution form; a two-column
 page and a letter in the second wave) and a wording variant (``a``-``e``; the second wave's
-``f``, ``g`` build and ``h`` held out, see ``NEW_VARIANTS``); every phrase the generator writes comes from a pool of wordings,
-and variant ``v`` draws only from the wordings at the positions that variant owns, so the
-held-out variant shares no wording choice with the build variants. Every document also draws
+``f``, ``g`` build and ``h`` held out, see ``NEW_VARIANTS``); every phrase the generator
+writes comes from a pool of wordings, and variant ``v`` draws only from the wordings at the
+positions that variant owns, so a held-out variant shares no wording choice with the build
+variants. Every document also draws
 the classes of difficulty a real report has: OCR noise (broken words, wrapped lines, l/1 and
 O/0 confusions), addenda that add or correct receptor results (the later supersedes), several
 specimens, results pending or sent out, a result quoted from a previous biopsy (not a value),
