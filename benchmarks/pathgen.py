@@ -1,9 +1,11 @@
 """Generated breast pathology reports with their true canonical values (issue 37).
 
-A *template* is a layout (synoptic checklist, narrative, table, institution form) and a wording
-variant (``a``, ``b``, ``c``); every phrase the generator writes comes from a pool of wordings,
-and variant ``v`` draws only from the wordings at the positions that variant owns, so the
-held-out variant shares no wording choice with the build variants. Every document also draws
+A *template* is a layout (synoptic checklist, narrative, table, institution form; a two-column
+page and a letter in the second wave) and a wording variant (``a``-``e``; the second wave's
+``f``, ``g`` build and ``h`` held out, see ``NEW_VARIANTS``); every phrase the generator
+writes comes from a pool of wordings, and variant ``v`` draws only from the wordings at the
+positions that variant owns, so a held-out variant shares no wording choice with the build
+variants. Every document also draws
 the classes of difficulty a real report has: OCR noise (broken words, wrapped lines, l/1 and
 O/0 confusions), addenda that add or correct receptor results (the later supersedes), several
 specimens, results pending or sent out, a result quoted from a previous biopsy (not a value),
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import json
 import random
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,11 +40,26 @@ VARIANTS = ("a", "b", "c")
 # pool (d those of a, e those of b, never c's) plus wordings of its own (``extra``), such as a
 # CAP checklist's component rows; the held-out variant c is untouched by them.
 BUILD_EXTRA = ("d", "e")
+# A second wave of variants (issue 37, after two measurements of c): wordings of their own,
+# written from CAP breast checklists and real reports, and layouts the first wave lacks (value on
+# the next line, upper-case keys with no colon, leader dots, component grade rows, two tumours).
+# A pool's ``new`` wordings are dealt out by position: f 0, 3, ...; g 1, 4, ...; h 2, 5, ...
+# Where a pool has none, f and g draw the build positions of the old pool (a's and b's) and h
+# the held-out ones (c's): h never writes a build wording. f and g are build variants, h is held
+# out, and so is every template of the letter layout.
+NEW_BUILD = ("f", "g")
+NEW_HELD = ("h",)
+NEW_VARIANTS = NEW_BUILD + NEW_HELD
+# Layouts of the second wave: two columns read across by OCR; a consultant's letter (held out
+# entirely: it has only variant h).
+NEW_LAYOUTS = ("twocol", "letter")
 FIELDS = ("histology", "grade", "margins", "er_status", "pr_status", "her2_status")
 
 
 def templates() -> list[str]:
-    return [f"{layout}/{variant}" for layout in LAYOUTS for variant in VARIANTS + BUILD_EXTRA]
+    first = [f"{layout}/{variant}" for layout in LAYOUTS for variant in VARIANTS + BUILD_EXTRA]
+    second = [f"{layout}/{v}" for layout in (*LAYOUTS, "twocol") for v in NEW_VARIANTS]
+    return first + second + ["letter/h"]
 
 
 def split() -> dict[str, list[str]]:
@@ -56,7 +74,20 @@ def split_of(template: str) -> str:
 # -- wording pools: the variant owns positions (a: 0, 3, ...; b: 1, 4, ...; c: 2, 5, ...) ------
 
 
-def pick(rng: random.Random, variant: str, pool: list[str], extra: list[str] | None = None) -> str:
+def pick(
+    rng: random.Random,
+    variant: str,
+    pool: list[str],
+    extra: list[str] | None = None,
+    new: list[str] | None = None,
+) -> str:
+    if variant in NEW_VARIANTS:
+        k = NEW_VARIANTS.index(variant)
+        owned = [w for i, w in enumerate(new or []) if i % 3 == k]
+        if not owned:
+            held = variant in NEW_HELD
+            owned = [w for i, w in enumerate(pool) if (i % 3 == 2) == held]
+        return rng.choice(owned or pool)
     if variant in BUILD_EXTRA:
         k = BUILD_EXTRA.index(variant)
         owned = [w for i, w in enumerate(pool) if i % 3 == k]
@@ -130,6 +161,49 @@ HISTOLOGY = [
     ),
 ]
 INTENSITY = ["weak", "moderate", "strong"]
+# Second-wave wordings of each type (positions f, g, h, f, g, h, ...).
+NEW_HISTOLOGY: dict[str, list[str]] = {
+    "8500/3": [
+        "Invasive carcinoma, no special type (ductal)",
+        "IDC (invasive ductal carcinoma)",
+        "Invasive breast carcinoma of no special type",
+        "Invasive carcinoma of NST",
+        "Carcinoma, ductal, invasive",
+        "Infiltrating carcinoma of ductal (NST) type",
+    ],
+    "8520/3": [
+        "Invasive lobular carcinoma (classic)",
+        "ILC, classic type",
+        "Infiltrating carcinoma of lobular type",
+        "Lobular carcinoma, infiltrating",
+        "Invasive lobular carcinoma, pleomorphic variant",
+        "Classic lobular carcinoma, invasive",
+    ],
+    "8522/3": [
+        "Invasive carcinoma with mixed ductal and lobular features",
+        "Mixed invasive ductal and lobular carcinoma",
+        "Invasive carcinoma, mixed type (ductal and lobular)",
+        "IDC with lobular features (mixed ductal and lobular)",
+        "Infiltrating duct and lobular carcinoma, mixed",
+        "Carcinoma of mixed ductal and lobular type, invasive",
+    ],
+    "8480/3": [
+        "Invasive mucinous (colloid) carcinoma",
+        "Mucinous carcinoma, pure type",
+        "Invasive carcinoma, mucinous type",
+        "Colloid (mucinous) carcinoma",
+        "Mucin-producing carcinoma (mucinous)",
+        "Pure mucinous carcinoma",
+    ],
+    "8211/3": [
+        "Invasive tubular carcinoma, pure",
+        "Tubular carcinoma of the breast",
+        "Invasive carcinoma of tubular type",
+        "Carcinoma, tubular type",
+        "Tubular carcinoma (>90% tubules)",
+        "Pure tubular carcinoma, invasive",
+    ],
+}
 
 
 @dataclass
@@ -231,7 +305,7 @@ def _tumour(rng: random.Random, variant: str) -> Tumour:
     h = rng.randrange(len(HISTOLOGY))
     return Tumour(
         h,
-        pick(rng, variant, HISTOLOGY[h][2]),
+        pick(rng, variant, HISTOLOGY[h][2], new=NEW_HISTOLOGY[HISTOLOGY[h][0]]),
         rng.randint(1, 3),
         rng.randint(1, 3),
         rng.randint(1, 3),
@@ -269,8 +343,19 @@ def receptor_value(rng: random.Random, v: str, r: Receptor) -> str:
                 "Negative - no nuclear staining",
                 "0% - negative",
             ],
+            new=[
+                "Negative (0%; Allred score 0/8)",
+                "NEGATIVE. Percentage of cells with nuclear positivity: 0%",
+                "Negative - no nuclei staining (H-score 0)",
+                "0 percent (negative)",
+                "Not detected (negative)",
+                "No expression (0% of nuclei)",
+            ],
         )
     p, i = r.percent, r.intensity
+    strength = {"weak": 1, "moderate": 2, "strong": 3}[i]
+    proportion = 2 if p <= 10 else 3 if p <= 33 else 4 if p <= 66 else 5
+    allred, hscore = proportion + strength, p * strength
     if r.category == "low positive":
         return pick(
             rng,
@@ -282,6 +367,15 @@ def receptor_value(rng: random.Random, v: str, r: Receptor) -> str:
                 f"Positive, low ({p}%, {i})",
                 f"Low Positive: {p}% of cells, {i} intensity",
                 f"{p}% {i} staining (low positive)",
+            ],
+            new=[
+                f"Low Positive ({p}% of cells, {i}; Allred score {allred}/8)",
+                f"LOW POSITIVE. Percentage of cells with nuclear positivity: {p}%. "
+                f"Average intensity of staining: {i.capitalize()}",
+                f"Low positive - {p}% nuclei staining, intensity {i} (H-score {hscore})",
+                f"{p}% ({i}) - low positive",
+                f"Positive (low expression), {p}%, {i}",
+                f"Weakly expressed in {p}% of cells ({i} intensity); low positive",
             ],
         )
     return pick(
@@ -295,7 +389,24 @@ def receptor_value(rng: random.Random, v: str, r: Receptor) -> str:
             f"Positive: {p}% of cells, {i} intensity",
             f"{p}% {i} staining (positive)",
         ],
+        new=[
+            f"Positive ({p}% of invasive tumour cells, {i} intensity; Allred score {allred}/8)",
+            f"POSITIVE. Percentage of cells with nuclear positivity: {p}%. "
+            f"Average intensity of staining: {i.capitalize()}",
+            f"Positive - {p}% nuclei staining, intensity {i} (H-score {hscore})",
+            f"{p}% positive ({i})",
+            f"Positive; {i} staining in {p}% of tumour nuclei",
+            f"Expressed in {p}% of cells with {i} intensity",
+        ],
     )
+
+
+HER2_STAINING = {
+    0: "no staining observed",
+    1: "faint, incomplete membrane staining",
+    2: "weak to moderate complete membrane staining in >10% of cells",
+    3: "strong, complete, circumferential membrane staining in >10% of cells",
+}
 
 
 def her2_ihc_value(rng: random.Random, v: str, h: Her2) -> str:
@@ -312,11 +423,21 @@ def her2_ihc_value(rng: random.Random, v: str, h: Her2) -> str:
             f"IHC score {s} - {word}",
             f"{word.capitalize()}, {s}",
         ],
+        new=[
+            f"{word.capitalize()} (Score {s})",
+            f"SCORE {s} ({word.upper()})",
+            f"Score {s}: {word} ({HER2_STAINING[h.ihc]})",
+            f"{word.capitalize()}, score {s} ({HER2_STAINING[h.ihc]})",
+            f"{s} ({HER2_STAINING[h.ihc]})",
+            f"IHC {s}, {word}",
+        ],
     )
 
 
 def her2_ish_value(rng: random.Random, v: str, h: Her2) -> str:
     word = "Amplified" if h.ish == "amplified" else "Not amplified"
+    amp = h.ish == "amplified"
+    cn = round(h.ratio * 2.1 + 0.2, 1)  # average HER2 copies per cell, with its ratio
     return pick(
         rng,
         v,
@@ -328,7 +449,22 @@ def her2_ish_value(rng: random.Random, v: str, h: Her2) -> str:
             f"{word}, HER2/CEP17 {h.ratio}",
             f"Ratio {h.ratio}: {word.lower()}",
         ],
+        new=[
+            f"{word}; HER2/CEP17 ratio {h.ratio}; average HER2 copy number {cn} signals/cell",
+            f"{'Positive (Group 1)' if amp else 'Negative (Group 5)'}: HER2/CEP17 ratio "
+            f"{h.ratio}, mean HER2 signals {cn} per cell",
+            f"{'Amplification detected' if amp else 'No amplification detected'} (ratio "
+            f"{h.ratio}; {cn} HER2 signals/nucleus)",
+            f"Ratio {h.ratio}, copy number {cn}: {word.upper()}",
+            f"{'HER2 gene amplified' if amp else 'HER2 gene not amplified'} (ratio {h.ratio})",
+            f"{'Positive' if amp else 'Negative'} for HER2 gene amplification (HER2:CEP17 "
+            f"{h.ratio}, average copy number {cn})",
+        ],
     )
+
+
+GRADE_RANGE_OR = {1: "3, 4, or 5", 2: "6 or 7", 3: "8 or 9"}
+LEVEL = {1: "low", 2: "intermediate", 3: "high"}
 
 
 def grade_value(rng: random.Random, v: str, t: Tumour) -> str:
@@ -355,6 +491,18 @@ def grade_value(rng: random.Random, v: str, t: Tumour) -> str:
             f"Grade {g}",
             f"Modified SBR: {t.tubules}+{t.nuclei}+{t.mitoses} = {t.score} (grade {g})",
         ],
+        [
+            f"Grade {g} (scores of {GRADE_RANGE_OR[g]})",
+            f"{LEVEL[g].capitalize()} grade (Nottingham {ROMAN[g]})",
+            f"Grade {g}: tubule formation {t.tubules}, pleomorphism {t.nuclei}, mitotic count "
+            f"{t.mitoses} (sum {t.score})",
+            f"{t.score}/9 (grade {ROMAN[g]})",
+            f"Nottingham score {t.score} = grade {g}",
+            f"{t.score} points, histological grade {ROMAN[g]}",
+            f"Elston-Ellis grade {ROMAN[g]} ({t.tubules}+{t.nuclei}+{t.mitoses})",
+            f"Tubules {t.tubules} / Nuclei {t.nuclei} / Mitoses {t.mitoses} -> Grade {g}",
+            f"{LEVEL[g].capitalize()} grade (Nottingham {g}; score {t.score})",
+        ],
     )
 
 
@@ -380,6 +528,14 @@ def margin_value(rng: random.Random, v: str, t: Tumour) -> str:
                 "Involved",
                 f"Positive, {t.margin_side}",
             ],
+            [
+                f"Positive for invasive carcinoma ({t.margin_side} margin at ink)",
+                f"INVOLVED ({t.margin_side.upper()})",
+                f"Invasive carcinoma reaches the inked {t.margin_side} resection margin",
+                f"Tumour at ink: {t.margin_side}",
+                f"Focally involved at the {t.margin_side} margin",
+                f"Ink on tumour ({t.margin_side})",
+            ],
         )
     return pick(
         rng,
@@ -401,6 +557,18 @@ def margin_value(rng: random.Random, v: str, t: Tumour) -> str:
             f"{'Close (<2 mm)' if t.margin_mm < 2 else 'Negative'}; {mm} to {t.margin_side} margin",
             f"Uninvolved; closest margin is {t.margin_side}, {mm} away",
             f"Not involved by carcinoma ({mm} from the {t.margin_side} margin)",
+        ],
+        [
+            f"Uninvolved by invasive carcinoma; Distance from closest margin: {mm}; "
+            f"Closest margin: {t.margin_side}",
+            f"Negative for invasive carcinoma and DCIS; closest ({t.margin_side}) {mm}",
+            f"Tumour clearance {mm} ({t.margin_side} margin)",
+            f"Invasive carcinoma is {mm} from the {t.margin_side} margin",
+            f"No ink on tumour; nearest margin {t.margin_side} at {mm}",
+            f"Excised with {mm} clearance to the {t.margin_side} margin",
+            f"Distance to nearest ({t.margin_side}) margin: {mm}",
+            f"Free ({mm} clearance, {t.margin_side})",
+            f"{mm} to closest margin ({t.margin_side}); no tumour at ink",
         ],
     )
 
@@ -485,8 +653,90 @@ EXTRA_LABELS: dict[str, list[str]] = {
 }
 
 
+# Labels of the second wave (positions f, g, h, f, g, h, ...).
+NEW_LABELS: dict[str, list[str]] = {
+    "histology": [
+        "HISTOLOGIC TYPE",
+        "Histology",
+        "Histopathological type",
+        "Tumor histologic type",
+        "Morphology",
+        "Carcinoma type",
+        "WHO histologic type",
+        "Invasive tumour type",
+        "Type of carcinoma (WHO)",
+    ],
+    "grade": [
+        "HISTOLOGIC GRADE (NOTTINGHAM)",
+        "Nottingham Histologic Grade (Elston-Ellis)",
+        "Histological grade",
+        "Overall Nottingham grade",
+        "NHG",
+        "Tumour grade (NHG)",
+        "Grade (modified Bloom-Richardson)",
+        "Elston-Ellis grade",
+        "Bloom-Richardson-Elston grade",
+    ],
+    "margins": [
+        "MARGINS",
+        "Resection margin status",
+        "Surgical resection margins",
+        "Margin assessment",
+        "Excision margins (invasive)",
+        "Circumferential margins",
+        "Margins of excision",
+        "Margin (invasive carcinoma)",
+        "Margin clearance",
+    ],
+    "er": [
+        "ESTROGEN RECEPTOR (ER) STATUS",
+        "ER (clone 6F11)",
+        "Oestrogen receptor (ER) status",
+        "Estrogen Receptor Status",
+        "ER expression",
+        "ER result",
+        "Hormone receptor - ER",
+        "ER-alpha (SP1)",
+        "Oestrogen Receptor (ER) Allred",
+    ],
+    "pr": [
+        "PROGESTERONE RECEPTOR (PgR) STATUS",
+        "PR (clone 16)",
+        "Progesterone receptor (PR) status",
+        "Progesterone Receptor Status",
+        "PgR expression",
+        "PR result",
+        "Hormone receptor - PR",
+        "PgR (clone 636)",
+        "Progesterone Receptor (PgR) Allred",
+    ],
+    "her2_ihc": [
+        "HER2 (BY IMMUNOHISTOCHEMISTRY)",
+        "HER2 protein expression",
+        "HER2 IHC (HercepTest)",
+        "HER2/neu (IHC, 4B5)",
+        "ERBB2 immunostain",
+        "HER2 status by IHC",
+        "HER2 IHC score",
+        "HER2 (4B5)",
+        "HER2 protein overexpression",
+    ],
+    "her2_ish": [
+        "HER2 (BY ISH)",
+        "HER2 gene amplification (SISH)",
+        "HER2 dual-probe ISH",
+        "HER2 FISH result",
+        "HER2 DISH",
+        "HER2 gene status (ISH)",
+        "HER2 ISH",
+        "HER2 CISH",
+        "ERBB2 gene amplification",
+    ],
+}
+
+
 def label(rng: random.Random, v: str, key: str) -> str:
-    return pick(rng, v, LABELS[key], EXTRA_LABELS.get(key))
+    return pick(rng, v, LABELS[key], EXTRA_LABELS.get(key), NEW_LABELS.get(key))
 
 
 INSTITUTIONS = ["", "", "Riverside Regional Laboratory", "St. Anne's Hospital Pathology"]
@@ -541,6 +791,10 @@ class Plan:
     multi: bool  # a second specimen (sentinel node) before the tumour
     icdo: bool
     form_boxes: bool
+    # Second wave: a second invasive tumour reported beside the first, each with its size (the
+    # report's values are those of the larger, the index tumour, as CAP and AJCC read them).
+    second: Tumour | None = None
+    sizes: tuple[int, int] = (0, 0)
 
 
 def _plan(rng: random.Random) -> Plan:
@@ -662,13 +916,13 @@ def _node_specimen(rng: random.Random, v: str) -> list[str]:
 
 def _receptor_rows(rng: random.Random, v: str, t: Tumour, plan: Plan, sep: str) -> list[str]:
     rows = []
-    rows.append(f"{pick(rng, v, LABELS['er'])}{sep}{receptor_value(rng, v, t.er)}")
+    rows.append(f"{label(rng, v, 'er')}{sep}{receptor_value(rng, v, t.er)}")
     if plan.pr_shown:
-        rows.append(f"{pick(rng, v, LABELS['pr'])}{sep}{receptor_value(rng, v, t.pr)}")
+        rows.append(f"{label(rng, v, 'pr')}{sep}{receptor_value(rng, v, t.pr)}")
     if plan.her2_shown:
-        rows.append(f"{pick(rng, v, LABELS['her2_ihc'])}{sep}{her2_ihc_value(rng, v, t.her2)}")
+        rows.append(f"{label(rng, v, 'her2_ihc')}{sep}{her2_ihc_value(rng, v, t.her2)}")
         if t.her2.ish:
-            rows.append(f"{pick(rng, v, LABELS['her2_ish'])}{sep}{her2_ish_value(rng, v, t.her2)}")
+            rows.append(f"{label(rng, v, 'her2_ish')}{sep}{her2_ish_value(rng, v, t.her2)}")
     return rows
 
 
@@ -689,11 +943,11 @@ def _pending_rows(rng: random.Random, v: str, plan: Plan, sep: str, addendum: bo
             ],
         )
     )
-    rows = [f"{pick(rng, v, LABELS['er'])}{sep}{word}"]
+    rows = [f"{label(rng, v, 'er')}{sep}{word}"]
     if plan.pr_shown:
-        rows.append(f"{pick(rng, v, LABELS['pr'])}{sep}{word}")
+        rows.append(f"{label(rng, v, 'pr')}{sep}{word}")
     if plan.her2_shown:
-        rows.append(f"{pick(rng, v, LABELS['her2_ihc'])}{sep}{word}")
+        rows.append(f"{label(rng, v, 'her2_ihc')}{sep}{word}")
     return rows
 
 
@@ -795,9 +1049,23 @@ def _narrative(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
             f"Nottingham grade {ROMAN[t.grade]}, {diff}",
             f"combined Nottingham grade {t.grade}",
         ],
+        new=[
+            f"Nottingham histologic grade {t.grade} (tubule formation {t.tubules}, nuclear "
+            f"pleomorphism {t.nuclei}, mitotic rate {t.mitoses})",
+            f"{LEVEL[t.grade]} grade (Elston-Ellis {ROMAN[t.grade]}, score {t.score})",
+            f"{LEVEL[t.grade]}-grade, with a Nottingham score of {t.score} of 9",
+            f"grade {ROMAN[t.grade]} of III (NHG {t.grade})",
+            f"NHG{t.grade} ({t.tubules}+{t.nuclei}+{t.mitoses})",
+            f"histological grade {t.grade} ({diff.replace('differentiated', 'differentiated')})",
+        ],
     )
     lines = [pick(rng, v, ["FINAL DIAGNOSIS:", "DIAGNOSIS:", "Final Pathologic Diagnosis:"])]
-    lines.append(f"- {_histology_text(t, plan).upper()}, {gtext.upper()}.")
+    if v in NEW_VARIANTS and rng.random() < 0.5:
+        # Sentence case, the grade in a sentence of its own.
+        lines.append(f"- {_histology_text(t, plan)}.")
+        lines.append(f"- The tumour is {gtext}.")
+    else:
+        lines.append(f"- {_histology_text(t, plan).upper()}, {gtext.upper()}.")
     lines.append(f"- TUMOR SIZE: {rng.randint(5, 40)} MM.")
     if plan.biopsy:
         pass
@@ -814,6 +1082,15 @@ def _narrative(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
                     f"THE {t.margin_side.upper()} MARGIN IS INVOLVED BY INVASIVE CARCINOMA.",
                     f"MARGINS: INVOLVED ({t.margin_side.upper()} MARGIN).",
                     f"TUMOR TRANSECTED AT THE {t.margin_side.upper()} MARGIN.",
+                ],
+                new=[
+                    f"THE INVASIVE CARCINOMA IS PRESENT AT INK ON THE {t.margin_side.upper()} "
+                    "MARGIN.",
+                    f"POSITIVE {t.margin_side.upper()} MARGIN FOR INVASIVE CARCINOMA.",
+                    f"INVASIVE CARCINOMA ABUTS THE INKED {t.margin_side.upper()} EXCISION MARGIN.",
+                    f"INK ON TUMOUR AT THE {t.margin_side.upper()} ASPECT.",
+                    f"THE {t.margin_side.upper()} RESECTION MARGIN IS FOCALLY INVOLVED.",
+                    f"TUMOUR EXTENDS TO THE {t.margin_side.upper()} RESECTION MARGIN (INVOLVED).",
                 ],
             )
         )
@@ -832,6 +1109,20 @@ def _narrative(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
                     f"SURGICAL MARGINS CLEAR (CLOSEST {mm}, {t.margin_side.upper()}).",
                     f"MARGINS NEGATIVE. CARCINOMA IS {mm} FROM THE {t.margin_side.upper()} MARGIN.",
                 ],
+                new=[
+                    f"INVASIVE CARCINOMA IS {mm} FROM THE NEAREST ({t.margin_side.upper()}) "
+                    "MARGIN.",
+                    f"NO TUMOUR AT INK; CLOSEST APPROACH {mm} TO THE {t.margin_side.upper()} "
+                    "MARGIN.",
+                    f"CLEARANCE TO THE {t.margin_side.upper()} MARGIN IS {mm}, OTHER MARGINS "
+                    "WIDER.",
+                    f"ALL MARGINS UNINVOLVED; THE {t.margin_side.upper()} MARGIN IS CLOSEST AT "
+                    f"{mm}.",
+                    f"MARGINS CLEAR OF INVASIVE AND IN SITU CARCINOMA (NEAREST {mm}, "
+                    f"{t.margin_side.upper()}).",
+                    f"THE TUMOUR IS EXCISED WITH A MINIMUM CLEARANCE OF {mm} "
+                    f"({t.margin_side.upper()}).",
+                ],
             )
         )
     lines.append("")
@@ -848,6 +1139,13 @@ def _narrative(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
                     "Prognostic markers (ER/PR/HER2) were sent to the reference laboratory and are pending.",  # noqa: E501 (wording data)
                     "Receptor studies have been ordered; an addendum will follow.",
                     "ER, PR and HER2 results are not yet available.",
+                ],
+                new=[
+                    "Biomarker studies (ER, PR, HER2) are pending.",
+                    "ER/PR/HER2 testing was requested and will be reported in a supplementary "
+                    "report.",
+                    "Hormone receptor and HER2 studies have been sent to the reference laboratory; "
+                    "results to follow.",
                 ],
             )
         )
@@ -869,6 +1167,14 @@ def _narrative_receptor(rng: random.Random, v: str, name: str, r: Receptor) -> s
                 f"{name} negative (<1%)",
                 f"no {name} expression is seen (negative)",
             ],
+            new=[
+                f"{name}: negative (0%, Allred 0)",
+                f"{name} is not expressed (0%)",
+                f"there is no {name} staining in the invasive carcinoma (0%)",
+                f"{name} negative, 0 percent",
+                f"{name} was negative",
+                f"{name} shows no immunoreactivity (negative)",
+            ],
         )
     cat = r.category
     return pick(
@@ -882,6 +1188,14 @@ def _narrative_receptor(rng: random.Random, v: str, name: str, r: Receptor) -> s
             f"{name} {cat} ({r.percent}% {r.intensity})",
             f"{r.percent}% of tumor nuclei stain for {name} with {r.intensity} intensity ({cat})",
         ],
+        new=[
+            f"{name}: {cat}, {r.percent}% of invasive cells, {r.intensity} intensity",
+            f"{name} was {cat}, with {r.intensity} staining of {r.percent}% of nuclei",
+            f"the carcinoma is {name} {cat} ({r.percent}% of cells, {r.intensity})",
+            f"{name} {cat} in {r.percent}% ({r.intensity})",
+            f"{name} stained {r.percent}% of tumour nuclei ({r.intensity}; {cat})",
+            f"{r.percent}% of invasive tumour cells express {name} ({r.intensity}, {cat})",
+        ],
     )
 
 
@@ -890,14 +1204,28 @@ def _narrative_markers(rng: random.Random, v: str, t: Tumour, plan: Plan) -> str
         rng,
         v,
         ["estrogen receptor", "ER", "estrogen receptor (ER)", "oestrogen receptor", "ER", "ER"],
+        new=[
+            "ER",
+            "oestrogen receptor (ER)",
+            "ER",
+            "estrogen receptor",
+            "ER",
+            "oestrogen receptor",
+        ],
     )
     pr_name = pick(
-        rng, v, ["progesterone receptor", "PR", "progesterone receptor (PR)", "PgR", "PR", "PR"]
+        rng,
+        v,
+        ["progesterone receptor", "PR", "progesterone receptor (PR)", "PgR", "PR", "PR"],
+        new=["PR", "progesterone receptor (PgR)", "PgR", "progesterone receptor", "PR", "PgR"],
     )
     parts = [_narrative_receptor(rng, v, er_name, t.er)]
     if plan.pr_shown:
         parts.append(_narrative_receptor(rng, v, pr_name, t.pr))
-    text = "Immunohistochemistry: " + "; ".join(parts) + "."
+    opener = "Immunohistochemistry: "
+    if v in NEW_VARIANTS:
+        opener = pick(rng, v, [], new=["Biomarkers: ", "Immunostains show: ", "Receptor studies: "])
+    text = opener + "; ".join(parts) + "."
     if plan.her2_shown:
         text += (
             " HER2 "
@@ -909,27 +1237,75 @@ def _narrative_markers(rng: random.Random, v: str, t: Tumour, plan: Plan) -> str
                     f"immunostain: {her2_ihc_value(rng, v, t.her2)}",
                     f"(IHC) {her2_ihc_value(rng, v, t.her2)}",
                 ],
+                # (each wording draws its value: built only for the second wave's variants,
+                # so the first wave's documents draw as they always did)
+                new=[
+                    f"immunohistochemistry: {her2_ihc_value(rng, v, t.her2)}",
+                    f"protein was scored {her2_ihc_value(rng, v, t.her2)}",
+                    f"by IHC is {her2_ihc_value(rng, v, t.her2)}",
+                ]
+                if v in NEW_VARIANTS
+                else None,
             )
             + "."
         )
         if t.her2.ish:
-            text += " HER2 FISH: " + her2_ish_value(rng, v, t.her2) + "."
+            ish_lead = " HER2 FISH: "
+            if v in NEW_VARIANTS:
+                ish_lead = pick(
+                    rng,
+                    v,
+                    [],
+                    new=[
+                        " HER2 dual ISH: ",
+                        " Reflex HER2 SISH: ",
+                        " HER2 in situ hybridisation: ",
+                    ],
+                )
+            text += ish_lead + her2_ish_value(rng, v, t.her2) + "."
     return text
 
 
 def _table(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
-    lines = [pick(rng, v, ["DIAGNOSIS:", "FINAL DIAGNOSIS", "Diagnosis"])]
+    lines = [
+        pick(
+            rng,
+            v,
+            ["DIAGNOSIS:", "FINAL DIAGNOSIS", "Diagnosis"],
+            new=["Summary:", "RESULT", "Conclusion:"],
+        )
+    ]
     lines.append(
         f"{_histology_text(t, plan)}, {label(rng, v, 'grade').lower()} {grade_value(rng, v, t)}."
     )
     if not plan.biopsy:
         lines.append(f"{label(rng, v, 'margins')}: {margin_value(rng, v, t)}.")
     lines.append("")
-    bar = pick(rng, v, [" | ", "   ", " | ", "\t", "    ", " | "])
+    bar = pick(rng, v, [" | ", "   ", " | ", "\t", "    ", " | "], new=[" | ", "     ", " || "])
     lines.append(
-        pick(rng, v, ["BREAST BIOMARKER RESULTS", "Prognostic Markers", "IMMUNOHISTOCHEMISTRY"])
+        pick(
+            rng,
+            v,
+            ["BREAST BIOMARKER RESULTS", "Prognostic Markers", "IMMUNOHISTOCHEMISTRY"],
+            new=["PREDICTIVE MARKERS", "Biomarker panel", "Hormone receptor and HER2 studies"],
+        )
     )
-    lines.append(bar.join(["Marker", "Result", "Percent", "Intensity"]))
+    lines.append(
+        bar.join(
+            ["Marker", "Result", "Percent", "Intensity"]
+            if v not in NEW_VARIANTS
+            else pick(
+                rng,
+                v,
+                [],
+                new=[
+                    "Biomarker|Status|% cells|Intensity",
+                    "Antibody|Interpretation|Proportion|Staining",
+                    "Test|Finding|Positive cells|Intensity",
+                ],
+            ).split("|")
+        )
+    )
     if plan.pending or plan.addendum == "adds":
         word = "See addendum" if plan.addendum == "adds" else rng.choice(["Pending", "Sent out"])
         lines.append(bar.join(["ER", word, "", ""]))
@@ -940,23 +1316,71 @@ def _table(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
         return lines
 
     def row(name: str, r: Receptor) -> str:
-        word = pick(rng, v, [r.category.title(), r.category.upper(), r.category.capitalize()])
+        word = pick(
+            rng,
+            v,
+            [r.category.title(), r.category.upper(), r.category.capitalize()],
+            new=[
+                {"positive": "Pos", "negative": "Neg", "low positive": "Low pos"}[r.category],
+                r.category.upper(),
+                {"positive": "Expressed", "negative": "Not expressed", "low positive": "Low"}[
+                    r.category
+                ],
+            ],
+        )
         return bar.join([name, word, f"{r.percent}%", r.intensity or "-"])
 
-    lines.append(row(pick(rng, v, ["ER", "Estrogen receptor", "ER (SP1)"]), t.er))
+    lines.append(
+        row(
+            pick(
+                rng,
+                v,
+                ["ER", "Estrogen receptor", "ER (SP1)"],
+                new=["ER", "ER (6F11)", "Oestrogen"],
+            ),
+            t.er,
+        )
+    )
     if plan.pr_shown:
-        lines.append(row(pick(rng, v, ["PR", "Progesterone receptor", "PgR (1E2)"]), t.pr))
+        lines.append(
+            row(
+                pick(
+                    rng,
+                    v,
+                    ["PR", "Progesterone receptor", "PgR (1E2)"],
+                    new=["PR", "PR (16)", "PgR"],
+                ),
+                t.pr,
+            )
+        )
     if plan.her2_shown:
         ihc = f"{t.her2.ihc}+" if t.her2.ihc else "0"
         word = {0: "Negative", 1: "Negative", 2: "Equivocal", 3: "Positive"}[t.her2.ihc]
         lines.append(
-            bar.join([pick(rng, v, ["HER2 IHC", "HER2 (IHC)", "HER2/neu"]), word, ihc, "-"])
+            bar.join(
+                [
+                    pick(
+                        rng,
+                        v,
+                        ["HER2 IHC", "HER2 (IHC)", "HER2/neu"],
+                        new=["HER2 (4B5)", "HER2 protein", "c-erbB2 (IHC)"],
+                    ),
+                    word,
+                    ihc,
+                    "-",
+                ]
+            )
         )
         if t.her2.ish:
             lines.append(
                 bar.join(
                     [
-                        pick(rng, v, ["HER2 FISH", "HER2 (ISH)", "HER2 SISH"]),
+                        pick(
+                            rng,
+                            v,
+                            ["HER2 FISH", "HER2 (ISH)", "HER2 SISH"],
+                            new=["HER2 DISH", "HER2 gene (SISH)", "HER2 CISH"],
+                        ),
                         "Amplified" if t.her2.ish == "amplified" else "Not amplified",
                         f"ratio {t.her2.ratio}",
                         "-",
@@ -966,12 +1390,18 @@ def _table(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
     return lines
 
 
-def _box(checked: bool) -> str:
-    return "[X]" if checked else "[ ]"
+def _box(checked: bool, marks: tuple[str, str] = ("[X]", "[ ]")) -> str:
+    return marks[0] if checked else marks[1]
+
+
+# Check boxes of the second wave's forms, as OCR reads them (checked, empty).
+NEW_MARKS = [("\u2612", "\u2610"), ("[x]", "[ ]"), ("(X)", "( )")]
 
 
 def _form(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
     under = pick(rng, v, ["________", "__________", "[        ]"])
+    marks = NEW_MARKS[NEW_VARIANTS.index(v)] if v in NEW_VARIANTS else ("[X]", "[ ]")
+    e = marks[1]
     lines = [
         pick(
             rng,
@@ -989,18 +1419,19 @@ def _form(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
     g = t.grade
     lines.append(
         f"{label(rng, v, 'grade')}: "
-        + " ".join(f"{_box(g == k)} {k}" for k in (1, 2, 3))
+        + " ".join(f"{_box(g == k, marks)} {k}" for k in (1, 2, 3))
         + f"   Score: {t.score}"
     )
     if plan.biopsy:
         lines.append(
-            f"{label(rng, v, 'margins')}: [ ] Involved  [ ] Not involved   Distance: {under}"
+            f"{label(rng, v, 'margins')}: {e} Involved  {e} Not involved   Distance: {under}"
         )
     else:
         inv = t.margin_involved
         dist = under if inv else f"{t.margin_mm:g} mm"
         lines.append(
-            f"{label(rng, v, 'margins')}: {_box(inv)} Involved  {_box(not inv)} Not involved"
+            f"{label(rng, v, 'margins')}: {_box(inv, marks)} Involved  "
+            f"{_box(not inv, marks)} Not involved"
             f"   Distance: {dist}"
         )
     if plan.pending or plan.addendum == "adds":
@@ -1008,10 +1439,10 @@ def _form(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
             if key == "pr" and not plan.pr_shown:
                 continue
             lines.append(
-                f"{pick(rng, v, LABELS[key])}: [ ] Positive  [ ] Low positive  [ ] Negative   %: {under}"  # noqa: E501 (wording data)
+                f"{label(rng, v, key)}: {e} Positive  {e} Low positive  {e} Negative   %: {under}"
             )
         if plan.her2_shown:
-            lines.append(f"{pick(rng, v, LABELS['her2_ihc'])}: [ ] 0  [ ] 1+  [ ] 2+  [ ] 3+")
+            lines.append(f"{label(rng, v, 'her2_ihc')}: {e} 0  {e} 1+  {e} 2+  {e} 3+")
         lines.append(
             "Receptor studies: " + ("see addendum" if plan.addendum == "adds" else "pending")
         )
@@ -1022,26 +1453,309 @@ def _form(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
         cat = r.category
         pct = f"{r.percent}" if r.percent else "0"
         lines.append(
-            f"{pick(rng, v, LABELS[key])}: {_box(cat == 'positive')} Positive  "
-            f"{_box(cat == 'low positive')} Low positive  {_box(cat == 'negative')} Negative   "
+            f"{label(rng, v, key)}: {_box(cat == 'positive', marks)} Positive  "
+            f"{_box(cat == 'low positive', marks)} Low positive  "
+            f"{_box(cat == 'negative', marks)} Negative   "
             f"%: {pct}   Intensity: {r.intensity or '-'}"
         )
     if plan.her2_shown:
         h = t.her2
         lines.append(
-            f"{pick(rng, v, LABELS['her2_ihc'])}: "
-            + "  ".join(f"{_box(h.ihc == k)} {'0' if k == 0 else f'{k}+'}" for k in range(4))
+            f"{label(rng, v, 'her2_ihc')}: "
+            + "  ".join(f"{_box(h.ihc == k, marks)} {'0' if k == 0 else f'{k}+'}" for k in range(4))
         )
         if h.ish:
             lines.append(
-                f"{pick(rng, v, LABELS['her2_ish'])}: {_box(h.ish == 'amplified')} Amplified  "
-                f"{_box(h.ish == 'not amplified')} Not amplified   Ratio: {h.ratio}"
+                f"{label(rng, v, 'her2_ish')}: {_box(h.ish == 'amplified', marks)} Amplified  "
+                f"{_box(h.ish == 'not amplified', marks)} Not amplified   Ratio: {h.ratio}"
             )
         else:
             lines.append(
-                f"{pick(rng, v, LABELS['her2_ish'])}: [ ] Amplified  [ ] Not amplified   Ratio: {under}"  # noqa: E501 (wording data)
+                f"{label(rng, v, 'her2_ish')}: {e} Amplified  {e} Not amplified   Ratio: {under}"
             )
     return lines
+
+
+# -- the second wave's layouts (variants f, g, h) --------------------------------------------------
+
+# How a key meets its value (positions f, g, h): f the value on the next line or after a colon;
+# g an upper-case key and two spaces, or "="; h leader dots, or "Key:" and the value below.
+NEW_STYLES = ["next", "upper", "dots", "colon", "equals", "colon-next"]
+
+
+def _kv(key: str, value: str, style: str) -> list[str]:
+    if style == "next":
+        return [key, f"    {value}"]
+    if style == "colon-next":
+        return [f"{key}:", f"  {value}"]
+    if style == "upper":
+        return [f"{key.upper()}  {value}"]
+    if style == "dots":
+        return [f"{key} {'.' * max(3, 36 - len(key))} {value}"]
+    if style == "equals":
+        return [f"{key} = {value}"]
+    return [f"{key}: {value}"]
+
+
+def _size_text(rng: random.Random, v: str, mm: int) -> str:
+    return pick(rng, v, [], new=[f"{mm} mm", f"{mm} mm (greatest dimension)", f"{mm / 10:g} cm"])
+
+
+def _size_key(rng: random.Random, v: str) -> str:
+    return pick(
+        rng,
+        v,
+        [],
+        new=[
+            "Tumor Size",
+            "Size of invasive carcinoma",
+            "Maximum tumour diameter",
+            "Invasive tumour size",
+            "Greatest dimension of invasive carcinoma",
+            "Whole tumour size",
+        ],
+    )
+
+
+def _component_grade(rng: random.Random, v: str, t: Tumour, style: str) -> list[str]:
+    """Nottingham's three component scores on rows of their own, and no overall grade: the
+    grade is theirs to add up (a total row sometimes)."""
+    k = NEW_VARIANTS.index(v)
+    heading = ["Histologic Grade (Nottingham)", "NOTTINGHAM HISTOLOGIC SCORE", "Grading"][k]
+    keys = [
+        ("Tubule Formation", "Nuclear Pleomorphism", "Mitotic Count", "Total Score"),
+        ("Glandular/Tubular Differentiation", "Nuclear Pleomorphism", "Mitotic Rate", "Score"),
+        ("Gland formation", "Nuclear atypia", "Mitoses", "Sum of scores"),
+    ][k]
+    form = ["{n}", "Score {n}", "{n}/3"][k]
+    rows = [heading + ("" if style in ("next", "upper", "dots") else ":")]
+    for key, n in zip(keys, (t.tubules, t.nuclei, t.mitoses), strict=False):
+        rows += _kv(key, form.format(n=n), style)
+    if rng.random() < 0.5:
+        rows += _kv(keys[3], f"{t.score}" + ("/9" if k == 2 else ""), style)
+    return rows
+
+
+def _receptor_kv(rng: random.Random, v: str, t: Tumour, plan: Plan, style: str) -> list[str]:
+    rows = _kv(label(rng, v, "er"), receptor_value(rng, v, t.er), style)
+    if plan.pr_shown:
+        rows += _kv(label(rng, v, "pr"), receptor_value(rng, v, t.pr), style)
+    if plan.her2_shown:
+        rows += _kv(label(rng, v, "her2_ihc"), her2_ihc_value(rng, v, t.her2), style)
+        if t.her2.ish:
+            rows += _kv(label(rng, v, "her2_ish"), her2_ish_value(rng, v, t.her2), style)
+    return rows
+
+
+def _pending_kv(rng: random.Random, v: str, plan: Plan, style: str, addendum: bool) -> list[str]:
+    word = (
+        pick(
+            rng,
+            v,
+            [],
+            new=["Reported in addendum", "Refer to addendum", "See supplementary report"],
+        )
+        if addendum
+        else pick(
+            rng,
+            v,
+            [],
+            new=[
+                "Pending",
+                "Awaited",
+                "Sent for external testing",
+                "To follow",
+                "Requested",
+                "In process",
+            ],
+        )
+    )
+    rows = _kv(label(rng, v, "er"), word, style)
+    if plan.pr_shown:
+        rows += _kv(label(rng, v, "pr"), word, style)
+    if plan.her2_shown:
+        rows += _kv(label(rng, v, "her2_ihc"), word, style)
+    return rows
+
+
+def _tumour_kv(
+    rng: random.Random, v: str, t: Tumour, plan: Plan, style: str, size: int
+) -> list[str]:
+    rows = _kv(label(rng, v, "histology"), _histology_text(t, plan), style)
+    rows += _kv(_size_key(rng, v), _size_text(rng, v, size), style)
+    if rng.random() < 0.35:
+        rows += _component_grade(rng, v, t, style)
+    else:
+        rows += _kv(label(rng, v, "grade"), grade_value(rng, v, t), style)
+    return rows
+
+
+def _synoptic2(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    style = pick(rng, v, [], new=NEW_STYLES)
+    lines = [
+        pick(
+            rng,
+            v,
+            [],
+            new=[
+                "BREAST CANCER SYNOPTIC REPORT (CAP)",
+                "INVASIVE BREAST CARCINOMA - SUMMARY",
+                "Synoptic data: invasive carcinoma of the breast",
+            ],
+        )
+    ]
+    procedure = "Core needle biopsy" if plan.biopsy else "Excision (less than total mastectomy)"
+    lines += _kv("Procedure", procedure, style)
+    if plan.second is not None:
+        lines += _kv("Tumour focality", "Multiple foci of invasive carcinoma (2)", style)
+        for n, (tum, size) in enumerate(((t, plan.sizes[0]), (plan.second, plan.sizes[1])), 1):
+            lines.append(
+                pick(
+                    rng,
+                    v,
+                    [],
+                    new=[
+                        f"TUMOUR {n}",
+                        f"Tumor #{n}:",
+                        f"Lesion {'AB'[n - 1]} ({['upper outer', 'lower inner'][n - 1]})",
+                    ],
+                )
+            )
+            lines += _tumour_kv(rng, v, tum, plan, style, size)
+            if plan.pending:
+                lines += _pending_kv(rng, v, plan, style, False)
+            else:
+                lines += _receptor_kv(rng, v, tum, plan, style)
+    else:
+        lines += _tumour_kv(rng, v, t, plan, style, rng.randint(5, 40))
+    if plan.biopsy:
+        lines += _kv(label(rng, v, "margins"), "Not applicable", style)
+    else:
+        lines += _kv(label(rng, v, "margins"), margin_value(rng, v, t), style)
+    lines += _kv("Lymphovascular Invasion", rng.choice(["Not identified", "Present"]), style)
+    if plan.second is not None:
+        return lines
+    if plan.pending or plan.addendum == "adds":
+        lines += _pending_kv(rng, v, plan, style, plan.addendum == "adds")
+    else:
+        lines += _receptor_kv(rng, v, t, plan, style)
+    return lines
+
+
+def _twocol(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    """A two-column printed summary as OCR reads it: each line runs across both columns, the
+    tumour's features on the left, the biomarkers on the right."""
+    left = _kv(label(rng, v, "histology"), _histology_text(t, plan), "colon")
+    left += _kv(_size_key(rng, v), _size_text(rng, v, rng.randint(5, 40)), "colon")
+    left += _kv(label(rng, v, "grade"), grade_value(rng, v, t), "colon")
+    if plan.biopsy:
+        left += _kv(label(rng, v, "margins"), "Not applicable", "colon")
+    else:
+        left += _kv(label(rng, v, "margins"), margin_value(rng, v, t), "colon")
+    left += _kv("Lymphovascular invasion", rng.choice(["Not identified", "Present"]), "colon")
+    if plan.pending or plan.addendum == "adds":
+        right = _pending_kv(rng, v, plan, "colon", plan.addendum == "adds")
+    else:
+        right = _receptor_kv(rng, v, t, plan, "colon")
+    heads = pick(
+        rng,
+        v,
+        [],
+        new=[
+            "TUMOUR|BIOMARKERS",
+            "Pathological findings|Receptor status",
+            "MICROSCOPY|PREDICTIVE MARKERS",
+        ],
+    ).split("|")
+    # The left column is as wide as the printed page allows: a long value wraps inside it.
+    column = rng.randint(40, 52)
+    left = [
+        part
+        for item in left
+        for part in textwrap.wrap(item, column, subsequent_indent="  ", break_on_hyphens=False)
+    ]
+    width = column + rng.randint(3, 8)
+    lines = [heads[0].ljust(width) + heads[1]]
+    for i in range(max(len(left), len(right))):
+        a = left[i] if i < len(left) else ""
+        b = right[i] if i < len(right) else ""
+        lines.append((a.ljust(width) + b).rstrip())
+    return lines
+
+
+def _letter(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    """A consultant's letter to the referring surgeon: the values in running prose (variant h
+    only: every wording here is held out)."""
+    g, mm, side = t.grade, f"{t.margin_mm:g} mm", t.margin_side
+    lines = [f"Dear Dr {rng.choice(['Okafor', 'Lindqvist', 'Brennan'])},", ""]
+    specimen = "core biopsy" if plan.biopsy else rng.choice(["wide local excision", "mastectomy"])
+    text = f"Thank you for sending the {rng.choice(['left', 'right'])} breast {specimen}."
+    if plan.previous:
+        prior = rng.choice(["positive", "negative"])
+        text += f" Her earlier core biopsy was reported elsewhere as ER {prior}."
+    hist = _histology_text(t, plan)
+    grade = rng.choice(
+        [
+            f"{LEVEL[g]} grade (Nottingham grade {g}, score {t.score})",
+            f"Nottingham grade {ROMAN[g]} ({t.score}/9)",
+            f"graded {g} of 3 on the Elston-Ellis scheme (score {t.score})",
+        ]
+    )
+    text += " " + rng.choice(
+        [
+            f"The sections show {hist[0].lower() + hist[1:]}, {grade}.",
+            f"Microscopy confirms {hist[0].lower() + hist[1:]}; it is {grade}.",
+        ]
+    )
+    if not plan.biopsy:
+        if t.margin_involved:
+            text += " " + rng.choice(
+                [
+                    f"Unfortunately the invasive tumour reaches the {side} margin.",
+                    f"The {side} margin is involved by invasive tumour.",
+                ]
+            )
+        else:
+            text += " " + rng.choice(
+                [
+                    f"The tumour is clear of all margins, the nearest being {side} at {mm}.",
+                    f"Excision appears complete, with {mm} to the nearest ({side}) margin.",
+                ]
+            )
+    lines.append(text)
+    lines.append("")
+    if plan.pending or plan.addendum == "adds":
+        lines.append(
+            rng.choice(
+                [
+                    "Hormone receptor and HER2 results will follow in a supplementary report.",
+                    "I will write again once the ER, PR and HER2 studies are back.",
+                ]
+            )
+        )
+    else:
+        er = _narrative_receptor(rng, v, "oestrogen receptor", t.er)
+        parts = [er]
+        if plan.pr_shown:
+            parts.append(_narrative_receptor(rng, v, "progesterone receptor", t.pr))
+        text = "On immunohistochemistry " + " and ".join(parts) + "."
+        if plan.her2_shown:
+            text += f" HER2 is {her2_ihc_value(rng, v, t.her2)}."
+            if t.her2.ish:
+                text += f" HER2 in situ hybridisation: {her2_ish_value(rng, v, t.her2)}."
+        lines.append(text)
+    lines += ["", rng.choice(["Yours sincerely,", "With kind regards,"])]
+    return lines
+
+
+NEW_LAYOUT_BODY = {
+    "synoptic": _synoptic2,
+    "narrative": _narrative,
+    "table": _table,
+    "form": _form,
+    "twocol": _twocol,
+    "letter": _letter,
+}
 
 
 LAYOUT_BODY = {"synoptic": _synoptic, "narrative": _narrative, "table": _table, "form": _form}
@@ -1077,7 +1791,7 @@ def _addendum(
                 ],
             )
         )
-        lines.append(f"{pick(rng, v, LABELS['her2_ish'])}: {her2_ish_value(rng, v, t.her2)}")
+        lines.append(f"{label(rng, v, 'her2_ish')}: {her2_ish_value(rng, v, t.her2)}")
         lines.append(
             f"{pick(rng, v, ['Final HER2 status', 'HER2 (final)', 'Overall HER2 result'])}: "
             f"{t.her2.category.upper()}"
@@ -1108,6 +1822,16 @@ def generate(template: str, index: int, *, seed: int = 37) -> Generated:
     t = _tumour(rng, v)
     plan.tumour = t
     original = None
+    index_tumour = t
+    two = v in NEW_VARIANTS and layout == "synoptic" and not plan.biopsy and not plan.addendum
+    if two and rng.random() < 0.3:
+        plan.second = _tumour(rng, v)
+        plan.sizes = (rng.randint(5, 40), rng.randint(5, 40))
+        while plan.sizes[1] == plan.sizes[0]:
+            plan.sizes = (plan.sizes[0], rng.randint(5, 40))
+        if plan.sizes[1] > plan.sizes[0]:
+            index_tumour = plan.second
+        plan.features.append("multi_tumour")
     if plan.addendum == "corrects":
         if not plan.her2_shown:
             plan.her2_shown = True
@@ -1138,7 +1862,11 @@ def generate(template: str, index: int, *, seed: int = 37) -> Generated:
         )
     else:
         lines.append(_specimen(rng, v, plan) + ":")
-    lines += LAYOUT_BODY[layout](rng, v, t, plan)
+    body = NEW_LAYOUT_BODY if v in NEW_VARIANTS else LAYOUT_BODY
+    if layout == "letter":
+        lines = _header(rng, v, institution) + body[layout](rng, v, t, plan)
+    else:
+        lines += body[layout](rng, v, t, plan)
     if plan.addendum == "corrects":
         t.her2 = final
     if plan.addendum:
@@ -1152,7 +1880,10 @@ def generate(template: str, index: int, *, seed: int = 37) -> Generated:
     if noisy:
         plan.features.append("ocr")
         text = ocr_noise(rng, text, rate=rng.choice([0.02, 0.04, 0.06]))
-    return Generated(f"{template}#{index}", template, text, truth_of(t, plan), plan.features)
+    truth = truth_of(t, plan)
+    if index_tumour is not t:  # the larger tumour's own values; the margins are the specimen's
+        truth.update({k: w for k, w in truth_of(index_tumour, plan).items() if k != "margins"})
+    return Generated(f"{template}#{index}", template, text, truth, plan.features)
 
 
 def corpus(which: str, per_template: int = 40) -> Iterator[Generated]:

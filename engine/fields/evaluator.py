@@ -127,7 +127,7 @@ def _her2(v: str) -> bool:
     return bool(
         re.search(
             r"\b(?:positive|negative|equivocal|indeterminate|amplified|non-?amplified)\b"
-            r"|\b[0-3]\s*\+|score\s*(?:of\s*)?[0-3]\b|\bratio\b|^\s*[0-3]\s*$",
+            r"|\b[0-3]\s*\+|score\s*(?:of\s*)?[0-3]\b|\bratio\b|^\s*[0-3]\s*(?:\(|$)",
             v,
             re.IGNORECASE,
         )

@@ -36,15 +36,37 @@ def fold(text: str) -> str:
     """Lower case with OCR letter/digit confusions undone by their neighbours: a 0 or 1 among
     letters is an o or an l, an O, o, l or I among digits (or before %) is a 0 or a 1."""
     text = re.sub(
-        r"(?<=[A-Za-z])0(?=[A-Za-z])|(?<=[A-Za-z]{2})0(?![\d%.])|0(?=[A-Za-z]{2})", "o", text
+        r"(?<=[A-Za-z])0(?=[A-Za-z])|(?<=[A-Za-z]{2})0(?![\d%.])|0(?=[A-Za-z]{2})"
+        r"|(?<![\w.])0(?=[A-Za-z]\b)",
+        "o",
+        text,
     )
     text = re.sub(r"(?<=[A-Za-z])1(?=[A-Za-z])|(?<=\s)1(?=[a-z]{2})|(?<=[a-z]{2})1\b", "l", text)
-    text = re.sub(r"(?<=\d)[Oo]|(?<![A-Za-z])[Oo](?=[.,]?\d)", "0", text)
+    text = re.sub(r"(?<=\d)[Oo]|(?<![A-Za-z])[Oo](?=[.,]?\d|\s?%)", "0", text)
     text = re.sub(r"(?<=\d)[lI]|(?<![A-Za-z])[lI](?=\d|\s?\+)", "1", text)
     # An l inside an upper-case word, or opening one before a letter no word starts "l" with,
     # is an I.
     text = re.sub(r"(?<=[A-Z])l(?=[A-Z]|\b)|\bl(?=[A-Z]{2}|[nmt][a-z])", "I", text)
     return text.lower()
+
+
+# Check boxes printed as glyphs, read as the bracketed boxes the reader knows: a ballot box
+# with a cross or a tick, a filled square, checked; an empty ballot box or square, empty.
+_BOX_GLYPHS = str.maketrans(
+    {
+        "\u2612": "[X]",
+        "\u2611": "[X]",
+        "\u25a0": "[X]",
+        "\u25a3": "[X]",
+        "\u2610": "[ ]",
+        "\u25a1": "[ ]",
+    }
+)
+
+
+def boxes(text: str) -> str:
+    """``text`` with its check-box glyphs as bracketed boxes ("[X]", "[ ]")."""
+    return text.translate(_BOX_GLYPHS)
 
 
 def squash(text: str) -> str:
@@ -65,7 +87,9 @@ def _has_word(folded: str, word: str) -> bool:
 
 # -- canonical values ------------------------------------------------------------------------------
 
-_NEGATED_WORD = r"(?:negative|neg\b|no\s+(?:nuclear\s+)?(?:staining|expression))"
+_NEGATED_WORD = (
+    r"(?:negative|neg\b|no\s+(?:nuclear\s+)?(?:staining|expression)|not\s+(?:expressed|detected))"
+)
 
 
 def receptor_canonical(text: str) -> str | None:
@@ -106,7 +130,8 @@ def her2_parts(text: str) -> tuple[int | None, str, str]:
     f = fold(text)
     ihc = None
     m = re.search(
-        r"(?<![\d.])([0-3])\s*\+|score\s*(?:of\s*)?[:=]?\s*([0-3])\b|^\s*([0-3])\b(?!\.\d)", f
+        r"(?<![\d.])([0-3])\s*\+|scored?\s*(?:of\s*|as\s*)?[:=]?\s*([0-3])\b|^\s*([0-3])\b(?!\.\d)",
+        f,
     )
     if m:
         ihc = int(next(g for g in m.groups() if g is not None))
@@ -153,7 +178,11 @@ def her2_canonical(text: str) -> str | None:
 # first: "ductal and lobular" before "ductal").
 HISTOLOGY: list[tuple[str, str, str]] = [
     # (code, term, words as ``squash`` spells them)
-    ("8522/3", "mixed ductal and lobular carcinoma", r"duct(?:al)?andlobular|lobularandduct"),
+    (
+        "8522/3",
+        "mixed ductal and lobular carcinoma",
+        r"duct(?:al)?andlobular|lobularandduct|duct(?:al)?(?:carclnoma)?wlthlobular",
+    ),
     ("8480/3", "mucinous carcinoma", r"muclnous|collold"),
     ("8211/3", "tubular carcinoma", r"tubular(?:adeno)?carclnoma|carclnomatubular|tubulartype"),
     ("8520/3", "invasive lobular carcinoma", r"lobular"),
@@ -180,6 +209,9 @@ def histology_canonical(text: str) -> str | None:
         full = f"{number}/{behaviour}"
         term = next((t for c, t, _ in HISTOLOGY if c == full), "")
         return f"{full} {term}".strip()
+    # The abbreviations reports use for the two commonest types, read as their words.
+    f = re.sub(r"\bidc\b", "invasive ductal carcinoma", f)
+    f = re.sub(r"\bilc\b", "invasive lobular carcinoma", f)
     if not _carcinoma(f):
         return None
     # The invasive tumour, not an accompanying in-situ component.
@@ -208,12 +240,21 @@ _ROMAN = {
 
 
 def grade_canonical(text: str) -> str | None:
-    f = fold(text)
+    f = fold(boxes(text))
     # OCR's roman numerals: "grade lI", "Grade Il" are grade II.
-    f = re.sub(r"\b(grade\s*:?\s*|g\s?)([il]{1,3})\b", lambda m: m[1] + m[2].replace("l", "i"), f)
+    f = re.sub(
+        r"\b(grade\s*:?\s*|g\s?|nottingham\s*|nhg\s*|elston(?:-ellis)?\s*)([il]{1,3})\b",
+        lambda m: m[1] + m[2].replace("l", "i"),
+        f,
+    )
     f = re.sub(r"\bg ?r ?a ?d ?e\b", "grade", f)  # OCR's "g rade"
-    # A sum of the three component scores ("2+3+2 = 7") states the score.
-    f = re.sub(r"\b[123]\s*\+\s*[123]\s*\+\s*[123]\s*=\s*([3-9])\b", r"score \1", f)
+    f = _score_of_nine(f)
+    # A sum of the three component scores ("2+3+2 = 7", "(3+1+1)") states the score.
+    f = re.sub(
+        r"\b([123])\s*\+\s*([123])\s*\+\s*([123])(?:\s*=\s*[3-9])?\b",
+        lambda m: f"score {int(m[1]) + int(m[2]) + int(m[3])}",
+        f,
+    )
     g = None
     m = re.search(
         r"\[\s*x\s*\]\s*([123])\b|\bg\s?([123])\b|\bgrade\s*:?\s*(iii|ii|i|[123l])\b"
@@ -226,6 +267,20 @@ def grade_canonical(text: str) -> str | None:
     # "score 6-7" is the range of scores a grade stands for, no tumour's score.
     score_m = re.search(rf"{_loose('score')}\s*(?:of\s*)?[:=]?\s*([3-9])\b(?!\s*[-\u2013]\s*\d)", f)
     score = int(score_m.group(1)) if score_m else None
+    if g is None:
+        # The grade named after its system ("Nottingham III", "NHG 2", "Elston-Ellis grade
+        # II" read above) or by its level ("low grade", "intermediate-grade", "high grade").
+        m = re.search(r"\b(?:nottingham|nhg|elston(?:-ellis)?|sbr)\s*:?\s*(iii|ii|i|[123])\b", f)
+        # (a level of the tumour: "low grade fever" is none)
+        level = re.search(
+            r"\b(low|inter(?:m|rn)ediate|high)[\s-]+grade\b"
+            r"(?=\s*(?:$|[(,.;:]|invasive|carcinoma|tumou?r|lesion))",
+            f,
+        )
+        if m:
+            g = _ROMAN[m.group(1)]
+        elif level:
+            g = {"low": 1, "high": 3}.get(level.group(1), 2)
     if g is None and score is not None:
         g = 1 if score <= 5 else 2 if score <= 7 else 3
     if g is None:
@@ -249,7 +304,7 @@ _MARGIN_INVOLVED = re.compile(
 
 
 def margins_canonical(text: str) -> str | None:
-    f = re.sub(r"\s+", " ", fold(text))
+    f = re.sub(r"\s+", " ", fold(boxes(text)))
     f = re.sub(r"(?<![a-z0-9.])[li](?= ?mm\b)", "1", f)  # OCR's "l mm"
     f = re.sub(r"\[\s*\]\s*(?:not\s+)?i\s?n\s?v\s?o\s?l\s?v\s?e\s?d", " ", f)  # an empty box
     s = squash(f)
@@ -260,12 +315,21 @@ def margins_canonical(text: str) -> str | None:
     elif involved:
         status = "involved"
     else:
-        return None
+        status = ""
     if status == "involved":
         return "involved"
     # A distance stated as a bound ("close (<2 mm)", "> 10 mm") is a threshold, no distance.
     mm = re.search(r"(?<![<>\d.])(?<![<>] )(\d+(?:\.\d+)?)\s*mm\b", f)
     cm = re.search(r"(?<![<>\d.])(?<![<>] )(\d+(?:\.\d+)?)\s*cm\b", f)
+    if not status:
+        # A margin stated only by the tumour's distance from it ("carcinoma is 4 mm from the
+        # posterior margin", "distance to nearest margin: 4 mm"): clear when the distance is
+        # more than nothing, involved at 0 mm.
+        distance = float(mm.group(1)) if mm else float(cm.group(1)) * 10 if cm else None
+        if distance is None:
+            return None
+        if distance == 0:
+            return "involved"
     if mm:
         return f"not involved ({float(mm.group(1)):g} mm)"
     if cm:
@@ -273,7 +337,13 @@ def margins_canonical(text: str) -> str | None:
     return "not involved"
 
 
+def _score_of_nine(f: str) -> str:
+    """A score out of 9 ("grade 7/9", "5/9 (grade I)") is the Nottingham score, no grade."""
+    return re.sub(r"(?<![\d.])([3-9])\s*/\s*9\b", r"score \1", f)
+
+
 def _grade_numbers(f: str) -> set[int]:
+    f = _score_of_nine(f)
     found = set()
     pattern = (
         r"\bg\s?([123])\b|\bgrade\s*:?\s*(iii|ii|i|[123])\b(?:\s*(?:-|to|or)\s*(iii|ii|i|[123])\b)?"
@@ -293,6 +363,7 @@ def unsure(name: str, text: str | None) -> str:
     close with no distance."""
     if not text:
         return ""
+    text = boxes(text)
     f = re.sub(r"\s+", " ", fold(text))
     if name == "grade":
         canon = grade_canonical(text)
@@ -317,7 +388,14 @@ def unsure(name: str, text: str | None) -> str:
         if canon is None:
             return ""
         s = squash(re.sub(r"\[\s*\]\s*(?:not\s+)?i\s?n\s?v\s?o\s?l\s?v\s?e\s?d", " ", f))
-        cleared = re.sub(r"notlnvolved|unlnvolved|nonlnvolved", "", s)
+        # Negated involvement ("not involved", "no tumour at ink", "no ink on tumour") is
+        # a clear status, no involved one.
+        cleared = re.sub(
+            r"notlnvolved|unlnvolved|nonlnvolved|no(?:lnvaslve)?(?:carclnoma|tumou?r)at(?:the)?lnk"
+            r"|nolnkontumou?r",
+            "",
+            s,
+        )
         clear = _MARGIN_CLEAR.search(cleared) or re.search(r"notlnvolved|unlnvolved", s)
         involved = _MARGIN_INVOLVED.search(cleared)
         if clear and involved:
@@ -422,10 +500,12 @@ class _Line:
     history: bool
     addendum: bool
     node: bool  # in a lymph-node specimen's part
+    bare_key: bool = False  # a key alone, its value indented on the next line
+    tumour: int = 0  # the tumour section it stands in (1, 2, ...; 0 none)
 
 
 _KEY_VALUE = re.compile(
-    r"^\s*(?:[-*\u2022]\s*)?(?P<k>(?:[A-Za-z]|[01](?=[A-Za-z]))[^:|\t\n.;%]{0,60}?)\s*(?::|\s\|\s|\t|\s-\s|\s{3,})\s*(?P<v>.*)$"
+    r"^\s*(?:[-*\u2022]\s*)?(?P<k>(?:[A-Za-z]|[01](?=[A-Za-z]))[^:|\t\n.;%=]{0,60}?)\s*(?::|\s\|\s|\t|\s-\s|\s=\s|\s{2,})\s*(?P<v>.*)$"
 )
 _HEADER_LINE = re.compile(r"^\s*[A-Z][A-Z0-9 ,'()/&#.-]{3,}(?<!\.):?\s*$")
 _PART_HEADER = re.compile(
@@ -471,24 +551,145 @@ _CONTINUATION_STOP = re.compile(
 )
 
 
+_KEY_COLON = re.compile(r"^\s*(?:[-*\u2022]\s*)?(?P<k>[A-Za-z][^:\n]{0,60}?)\s*:\s*(?P<v>.*)$")
+
+
+def _key_value(text: str) -> tuple[re.Match[str] | None, str | None]:
+    """The line's key and value, and the field its key names: split at the first separator,
+    or, when that leaves a key the reader does not know, at the colon (a key that holds a
+    dash of its own, "Hormone receptor - ER: Positive")."""
+    kv = _KEY_VALUE.match(text)
+    key = _key_field(kv.group("k")) if kv else None
+    if key is None:
+        by_colon = _KEY_COLON.match(text)
+        if by_colon and _key_field(by_colon.group("k")) is not None:
+            return by_colon, _key_field(by_colon.group("k"))
+    return kv, key
+
+
+def _recognised_row(raw: str) -> bool:
+    """The line is a row of a key the reader knows (a field's, or a grade component's)."""
+    m, key = _key_value(raw)
+    return bool(m and m.group("v").strip() and key not in (None, "diagnosis"))
+
+
+def _starts_row(raw: str) -> bool:
+    """The line opens a key-value row of its own (no continuation of the line above): a
+    field's key, an upper-case key, or any key before "=" or a colon."""
+    if re.match(r"^\s*[A-Za-z][^=:\n]{0,60}\s=\s", raw):
+        return True
+    m = _KEY_VALUE.match(raw)
+    if not m or not m.group("v").strip():
+        return False
+    key = m.group("k")
+    if _key_field(key) not in (None, "diagnosis"):
+        return True
+    letters = [c for c in key if c.isalpha()]
+    return len(letters) >= 3 and sum(c.islower() for c in letters) <= 1
+
+
+# A heading that opens one tumour's section of a report of several ("TUMOUR 1", "Tumor #2:",
+# "Lesion B (lower inner)", "Focus 2").
+_TUMOUR_HEADER = re.compile(
+    r"^\s*(?:invasive\s+)?(?:tumou?r|lesion|focus|nodule|mass)\s*(?:#|no\.?|number)?\s*"
+    r"(?:\d|[a-d]|one|two|three)\b[^:.;]{0,30}:?\s*$",
+    re.IGNORECASE,
+)
+_BARE_KEY = re.compile(r"^\s*[A-Za-z][^:|\t.;]{0,60}?:?\s*$")
+_COLUMN_GAP = re.compile(r"\S(\s{3,})(?=\S)")
+_KEY_AT_START = re.compile(r"^[A-Za-z][^:\n]{0,60}:\s*\S")
+
+
+def _columns_read_across(raw_lines: list[str]) -> list[str]:
+    """Two printed columns that OCR read across the page: where two or more lines of a
+    block have text starting at the same column after a gap, and most of their right parts
+    are "key: value", the left column is read down first, then the right one."""
+    out: list[str] = []
+    block: list[str] = []
+
+    def flush() -> None:
+        # Where each line's text resumes after a gap (OCR's broken words shift a column by
+        # a character or two: starts within 2 count as one).
+        gaps = [[m.end() for m in _COLUMN_GAP.finditer(line)] for line in block]
+        keyed = [
+            at
+            for line, ats in zip(block, gaps, strict=True)
+            for at in ats
+            if _KEY_AT_START.match(line[at:])
+        ]
+        support = {at: sum(any(abs(g - at) <= 2 for g in ats) for ats in gaps) for at in keyed}
+        col = max(support, key=lambda k: (support[k], -k)) if support else 0
+        if not col or support[col] < 2:
+            out.extend(block)
+            block.clear()
+            return
+        left: list[str] = []
+        right: list[str] = []
+        above = ""
+        for line, ats in zip(block, gaps, strict=True):
+            at = next((g for g in ats if abs(g - col) <= 2), None)
+            wrapped_at_gap, above = len(above) - len(above.rstrip()) >= 3, line
+            if at is None and wrapped_at_gap and not line[:1].isspace():
+                # OCR wrapped the line in the gap: this line is the right column's cell.
+                right.append(line.strip())
+                continue
+            if at is None and right and ":" not in right[-1] and not line[:1].isspace():
+                # OCR wrapped the line inside the right column's key ("ER" / "(clone 6F11):
+                # Negative"): the rest is that cell's.
+                right[-1] += " " + line.strip()
+                continue
+            if at is None:
+                left.append(line.rstrip())
+                continue
+            left.append(line[:at].rstrip())
+            right.append(line[at:].strip())
+        out.extend(x for x in left if x.strip())
+        out.extend(x for x in right if x)
+        block.clear()
+
+    for line in raw_lines:
+        if not line.strip():
+            flush()
+            out.append(line)
+        else:
+            block.append(line)
+    flush()
+    return out
+
+
 def _logical_lines(pages: list[str]) -> list[_Line]:
     lines: list[_Line] = []
     block = 0
     for number, text in enumerate(pages, start=1):
         history = addendum = node = False
+        tumour = 0
         offset = 0
         previous: _Line | None = None
-        for raw in text.split("\n"):
+        raw_lines = text.split("\n")
+        if re.search(r"\S\s{3,}[A-Za-z][^:\n]{0,60}:", text):
+            # Offsets of a page read across columns are those of its reassembled lines.
+            raw_lines = _columns_read_across(raw_lines)
+        for i, raw in enumerate(raw_lines):
             start, end = offset, offset + len(raw)
             offset = end + 1
+            below = raw_lines[i + 1] if i + 1 < len(raw_lines) else ""
+            # A key on a line of its own whose value is indented on the next line.
+            bare_key = bool(
+                not raw[:1].isspace()
+                and _BARE_KEY.match(raw)
+                and below[:1].isspace()
+                and below.strip()
+            )
             if not raw.strip():
                 block += 1
                 history = False
                 previous = None
                 continue
             folded = fold(raw)
+            if _TUMOUR_HEADER.match(raw) and len(raw.strip()) <= 40:
+                tumour += 1
             if _ADDENDUM_HEADER.match(folded):
-                addendum, history, node = True, False, False
+                addendum, history, node, tumour = True, False, False, 0
             if _HISTORY_HEADER.match(folded):
                 history = True
             elif _PART_HEADER.match(raw) or (
@@ -497,18 +698,49 @@ def _logical_lines(pages: list[str]) -> list[_Line]:
                 history = False
                 node = bool(_NODE.search(raw)) and not re.search(r"breast", raw, re.IGNORECASE)
             boxes_wrapped = previous is not None and re.search(
-                r"\[\s*[xX\u2713]?\s*\]\s*$", previous.text
+                r"\[\s*[xX\u2713]?\s*\]\s*$", boxes(previous.text)
             )
             if previous is not None and (
-                boxes_wrapped or ("[" in previous.text and re.match(r"\s*(?:[a-z]|\[)", raw))
+                boxes_wrapped
+                or ("[" in boxes(previous.text) and re.match(r"\s*(?:[a-z]|\[)", boxes(raw)))
             ):
                 previous.text += " " + raw.strip()
                 previous.end = end
                 continue
             if (
                 previous is not None
+                and previous.bare_key
+                and raw[:1].isspace()
+                and not (_recognised_row(raw) and below[:1].isspace() and _recognised_row(below))
+            ):
+                # (An indented list of rows under a heading is no value of the heading.)
+                # A key on a line of its own, its value indented on the next.
+                # (joined by spaces, as the page has them: the row is quoted from the page)
+                previous.text = (
+                    previous.text.rstrip()
+                    + ("  " if previous.text.rstrip()[-1:] != ":" else " ")
+                    + raw.strip()
+                )
+                previous.end = end
+                continue
+            if (
+                previous is not None
+                and raw[:2].isspace()
+                and raw.strip()[:1].islower()
+                and _KEY_COLON.match(previous.text)
+                and not _recognised_row(raw)
+            ):
+                # The rest of a row's value, wrapped and indented below it ("Tumour type:
+                # Invasive lobular" / "  carcinoma, classic").
+                previous.text += " " + raw.strip()
+                previous.end = end
+                continue
+            if (
+                previous is not None
+                and not bare_key
                 and len(previous.text) >= 30
                 and not _CONTINUATION_STOP.match(raw)
+                and not _starts_row(raw)
                 and not _HEADER_LINE.match(raw)
                 and not re.search(r"\s\|\s|\t|\s{3,}", raw)
                 and not re.search(r"[.:]\s*$", previous.text)
@@ -516,7 +748,7 @@ def _logical_lines(pages: list[str]) -> list[_Line]:
                 previous.text += " " + raw.strip()
                 previous.end = end
                 continue
-            line = _Line(raw, number, start, end, block, history, addendum, node)
+            line = _Line(raw, number, start, end, block, history, addendum, node, bare_key, tumour)
             lines.append(line)
             previous = line
     return lines
@@ -530,17 +762,33 @@ def _key_field(key: str) -> str | None:
         return any(squash(w) in k for w in words)
 
     first = fold(key).strip().split(" ")[0] if key.strip() else ""
+    # The key's words (a short key: a marker's abbreviation among them names it, "ER
+    # expression", "Hormone receptor - PR", "ER-alpha (SP1)").
+    words = re.findall(r"[a-z0-9]+", fold(key)) if len(key) <= 45 else []
+    her2 = "her2" in k or "erbb2" in k or "hercep" in k or ("her" in words and "2" in words)
     if "estrogen" in k or "oestrogen" in k or first in {"er", "er(sp1)", "er(clone"}:
         return "er"
     if k.startswith("er") and not k.startswith("erb") and len(k) <= 12:
+        return "er"
+    if not her2 and ("er" in words or "era" in words):
         return "er"
     if "progesteron" in k or first in {"pr", "pgr", "pr(1e2)", "pgr(1e2)"}:
         return "pr"
     if (k.startswith("pr") or k.startswith("pgr")) and len(k) <= 12 and "proc" not in k:
         return "pr"
-    if "her2" in k or "erbb2" in k or "hercep" in k:
-        if re.search(r"flsh|slsh|clsh|lnsltu|hybrld", k) or re.search(r"\bi\s?s\s?h\b", fold(key)):
+    if not her2 and ("pr" in words or "pgr" in words):
+        return "pr"
+    if her2:
+        # In situ hybridisation by any of its names (FISH, SISH, CISH, dual ISH), or the gene
+        # and its amplification, against the protein by immunohistochemistry.
+        if (
+            re.search(r"flsh|slsh|clsh|dlsh|lnsltu|hybrld|gene|ampllf|copy|ratlo", k)
+            or re.search(r"\bi\s?s\s?h\b", fold(key))
+            or any(w.endswith("ish") and len(w) <= 4 for w in words)
+        ):
             return "her2_ish"
+        if re.search(r"lhc|lmmuno|proteln|4b5|hercep|score", k):
+            return "her2_ihc"
         if re.search(r"flnal|overall|status|result$", k):
             return "her2_final"
         return "her2_ihc"
@@ -548,7 +796,20 @@ def _key_field(key: str) -> str | None:
         return "margins"
     if has("grade") and not has("nuclear", "dcis"):
         return "grade"
-    if has("type", "histolog") and not has("procedure", "specimen", "laterality", "sample"):
+    if words and words[0] in {"nhg", "sbr", "elston"}:
+        return "grade"
+    # Nottingham's three components on rows of their own, and their sum.
+    if has("tubul", "gland", "acinar"):
+        return "grade_tubules"
+    if has("pleomorph", "nucle") and not has("grade", "dcis"):
+        return "grade_nuclei"
+    if has("mitos", "mitot"):
+        return "grade_mitoses"
+    if has("score") and has("total", "sum", "nottingham", "combined"):
+        return "grade_score"
+    if has("type", "histolog", "morpholog", "classification") and not has(
+        "procedure", "specimen", "laterality", "sample"
+    ):
         return "histology"
     if has("diagnosis") and not has("history"):
         return "diagnosis"
@@ -565,6 +826,7 @@ _MARKER_IN_TEXT = re.compile(
 def _checked(value: str) -> str | None:
     """The option checked in a printed row of boxes: "" when no box is checked (empty),
     None when the value has no boxes."""
+    value = boxes(value)
     if not re.search(r"\[\s*[xX\u2713 ]?\s*\]", value):
         return None
     picked = re.findall(r"\[\s*[xX\u2713]\s*\]\s*([^\[\n]*?)(?=\s*\[|\s{2,}|$)", value)
@@ -625,8 +887,11 @@ def _candidates(lines: list[_Line]) -> list[_Candidate]:
         text = line.text
         if _PREVIOUS.search(fold(text)):
             continue
-        kv = _KEY_VALUE.match(text)
-        key = _key_field(kv.group("k")) if kv else None
+        kv, key = _key_value(text)
+        if kv and key and histology_canonical(kv.group("k")) is not None:
+            # A "key" that names a tumour type is a diagnosis sentence cut at a separator
+            # ("Mucinous carcinoma, pure type, NHG score 5 = grade 1"): read as a sentence.
+            kv, key = None, None
         if kv and key and key != "diagnosis":
             given, rest = kv.group("v"), ""
             stop = re.search(r"\.\s+(?=[A-Z])", given)
@@ -679,26 +944,41 @@ def _candidates(lines: list[_Line]) -> list[_Candidate]:
                 found.append(_Candidate(which, segment.strip(" ,:"), line, 1))
         if _MARKER_IN_TEXT.search(f):
             continue
-        if _carcinoma(f):
+        if _carcinoma(f) or re.search(r"\b(?:idc|ilc)\b", f):
             found.append(_Candidate("histology", text, line, 1))
-        if re.search(r"grade|differentiated|nottingham", f) and not re.search(
+        if re.search(r"grade|differentiated|nottingham|\bnhg|elston|bloom", f) and not re.search(
             r"nuclear\s+grade", f
         ):
             found.append(_Candidate("grade", text, line, 1))
-        if "margln" in squash(f) and not kv:
+        if re.search(r"margln|lnkontumo|tumou?ratlnk", squash(f)) and not kv:
             found.append(_Candidate("margins", text, line, 1))
     return found
 
 
 def _verbatim(line: _Line, value: str, name: str = "") -> str:
     """The value as it stands on the line (case and spacing of the page); of a margin
-    sentence, the clause that states the status."""
+    sentence, the clause that states the status, with the clauses after it up to the one
+    that states the distance ("No tumour at ink; closest approach 5 mm to the medial
+    margin")."""
     if not value:
         return ""
     if name == "margins":
-        for clause in re.split(r";|(?<=[A-Za-z%)\]])\.(?:\s|$)", line.text):
-            if margins_canonical(clause) is not None:
-                return clause.strip(" -\u2022*")
+        target = margins_canonical(value)
+        text = line.text
+        cuts = [0] + [m.end() for m in re.finditer(r";|(?<=[A-Za-z%)\]])\.(?:\s|$)", text)]
+        ends = [m.start() for m in re.finditer(r";|(?<=[A-Za-z%)\]])\.(?:\s|$)", text)]
+        ends.append(len(text))
+        first = ""
+        for i, start in enumerate(cuts):
+            clause = text[start : ends[i]]
+            if margins_canonical(clause) is None:
+                continue
+            first = first or clause.strip(" -\u2022*")
+            for end in ends[i:]:
+                if margins_canonical(text[start:end]) == target:
+                    return text[start:end].strip(" -\u2022*")
+        if first:
+            return first
     pattern = r"\s*".join(re.escape(c) for c in re.sub(r"\s+", "", value)[:60])
     try:
         m = re.search(pattern, fold(line.text))
@@ -746,6 +1026,15 @@ def _reading(name: str, cands: list[_Candidate], canon: str) -> Reading | None:
     )
 
 
+def _ish_result(value: str) -> str:
+    """An ISH row's result: amplified or not, also when stated as the test's positive or
+    negative ("Positive (Group 1)", "Negative for amplification")."""
+    _, ish, stated = her2_parts(value)
+    if ish:
+        return ish
+    return {"positive": "amplified", "negative": "not amplified"}.get(stated, "")
+
+
 def _her2_reading(cands: list[_Candidate]) -> Reading | None:
     ihc = [c for c in cands if c.key == "her2_ihc"]
     ish = [c for c in cands if c.key == "her2_ish"]
@@ -756,7 +1045,7 @@ def _her2_reading(cands: list[_Candidate]) -> Reading | None:
         if r is not None:
             return r
     ihc_best, ihc_others = _pick(ihc, "her2_status")
-    ish_usable = [c for c in ish if c.value and her2_parts(c.value)[1]]
+    ish_usable = [c for c in ish if c.value and _ish_result(c.value)]
     ish_best = None
     if ish_usable:
         addenda = [c for c in ish_usable if c.line.addendum]
@@ -775,7 +1064,7 @@ def _her2_reading(cands: list[_Candidate]) -> Reading | None:
             withheld.withheld,
         )
     score, _, stated = her2_parts(ihc_best.value) if ihc_best else (None, "", "")
-    ish_result = her2_parts(ish_best.value)[1] if ish_best else ""
+    ish_result = _ish_result(ish_best.value) if ish_best else ""
     if ish_best is not None and ihc_best is None:
         stated = ""
     value = her2_combine(score, ish_result, stated)
@@ -826,10 +1115,60 @@ def _is_breast(pages: tuple[str, ...]) -> bool:
     )
 
 
+_SIZE = re.compile(
+    r"(?:size|dimension|diameter|extent)[^\n]{0,40}?(?<![\d.])(\d+(?:\.\d+)?)\s*(mm|cm)\b",
+    re.IGNORECASE,
+)
+
+
+def _index_tumour(lines: list[_Line]) -> int:
+    """Of a report of several tumours, the section of the largest (the index tumour whose
+    values the report's fields carry, as CAP and AJCC stage it); 0 when there is one."""
+    sizes: dict[int, float] = {}
+    for line in lines:
+        if line.tumour and line.tumour not in sizes:
+            m = _SIZE.search(line.text)
+            if m:
+                sizes[line.tumour] = float(m.group(1)) * (10 if m.group(2).lower() == "cm" else 1)
+    if len(sizes) < 2:
+        return 0
+    return max(sizes, key=lambda n: sizes[n])
+
+
+_COMPONENTS = ("grade_tubules", "grade_nuclei", "grade_mitoses")
+
+
+def _component_grade(cands: list[_Candidate]) -> list[_Candidate]:
+    """A grade put together from Nottingham's three component scores (each 1-3) on rows of
+    their own, or from a total score's row, where the report states no overall grade."""
+    scores: dict[str, tuple[int, _Candidate]] = {}
+    for c in cands:
+        m = re.search(r"(?<![\d.])([123])(?![\d.])", fold(c.value))
+        if c.key in _COMPONENTS and m and c.key not in scores:
+            scores[c.key] = (int(m.group(1)), c)
+    total = next(
+        (c for c in cands if c.key == "grade_score" and re.search(r"\b[3-9]\b", c.value)), None
+    )
+    if len(scores) == 3:
+        anchor = max((c for _, c in scores.values()), key=lambda c: c.line.start)
+        value = f"Nottingham score {sum(n for n, _ in scores.values())}"
+        return [_Candidate("grade", value, anchor.line, 1)]
+    if total is not None:
+        m = re.search(r"\b([3-9])\b", total.value)
+        assert m is not None
+        return [_Candidate("grade", f"Nottingham score {m.group(1)}", total.line, 1)]
+    return []
+
+
 @lru_cache(maxsize=32)
 def _read(pages: tuple[str, ...]) -> dict[str, Reading]:
     lines = _logical_lines(list(pages))
     cands = _candidates(lines)
+    index = _index_tumour(lines)
+    if index:
+        # The other tumours' values are theirs; the margins are the specimen's.
+        cands = [c for c in cands if c.line.tumour in (0, index) or c.key == "margins"]
+    cands += _component_grade(cands)
     out: dict[str, Reading] = {}
     for name, key in (
         ("er_status", "er"),
@@ -847,7 +1186,31 @@ def _read(pages: tuple[str, ...]) -> dict[str, Reading]:
     her2 = _her2_reading([c for c in cands if c.key.startswith("her2")])
     if her2 is not None:
         out["her2_status"] = her2
+    for reading in out.values():
+        page = pages[reading.page - 1]
+        if reading.value:
+            reading.value = _quotable(page, reading.value)
+        reading.snippet = _quotable(page, reading.snippet)
     return out
+
+
+def _quotable(page: str, value: str) -> str:
+    """``value`` as the page can quote it: a value put together from lines that the page
+    does not hold side by side (a two-column page read across, the rest of a value wrapped
+    below the other column's text) is cut to its longest start that stands on the page (its
+    meaning is read from the whole; the cut quote does not vouch for it)."""
+    words = value.split()
+
+    def on_page(n: int) -> bool:
+        pattern = r"\s+".join(re.escape(w) for w in words[:n])
+        return bool(re.search(pattern, page))
+
+    if not words or on_page(len(words)):
+        return value
+    n = len(words) - 1
+    while n > 0 and not on_page(n):
+        n -= 1
+    return " ".join(words[:n]) if n else value
 
 
 def doubt(name: str, pages: list[str], value: str | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from typing import Any
@@ -35,7 +36,37 @@ def test_the_split_is_frozen_and_covers_every_layout():
     split = json.loads(pathgen.SPLIT_FILE.read_text())
     assert sorted(split["build"] + split["held_out"]) == sorted(pathgen.templates())
     assert not set(split["build"]) & set(split["held_out"])
-    assert {t.split("/")[0] for t in split["held_out"]} == set(pathgen.LAYOUTS)
+    layouts = set(pathgen.LAYOUTS) | set(pathgen.NEW_LAYOUTS)
+    assert {t.split("/")[0] for t in split["held_out"]} == layouts
+    # The first wave's held-out list stays as it was frozen; the second wave adds h to it.
+    assert split["held_out_first_wave"] == [f"{lay}/c" for lay in pathgen.LAYOUTS]
+    assert set(split["held_out"]) - set(split["held_out_first_wave"]) == {
+        t for t in pathgen.templates() if t.endswith("/h")
+    }
+
+
+def test_first_wave_documents_are_byte_identical_to_those_measured():
+    # Hash of the first wave's documents (a-e, 10 each) as generated before the second wave
+    # was added: adding variants must not change one document already measured.
+    h = hashlib.sha256()
+    for layout in pathgen.LAYOUTS:
+        for v in pathgen.VARIANTS + pathgen.BUILD_EXTRA:
+            for i in range(10):
+                d = pathgen.generate(f"{layout}/{v}", i)
+                h.update(json.dumps([d.key, d.text, d.truth, d.features], sort_keys=True).encode())
+    assert h.hexdigest() == "f2fab0aeb64280207dc9164bda6f8e411f0ac2fe1186c70807d8532591135f4e"
+
+
+def test_second_wave_held_out_variant_shares_no_wording_with_its_build_variants():
+    pools = [*pathgen.NEW_LABELS.values(), *pathgen.NEW_HISTOLOGY.values(), pathgen.NEW_STYLES]
+    for pool in pools:
+        held = {pathgen.pick(random.Random(i), "h", [], new=pool) for i in range(60)}
+        build = {pathgen.pick(random.Random(i), v, [], new=pool) for i in range(60) for v in "fg"}
+        assert held and build and not held & build
+    # Where a pool has no second-wave wordings, h draws c's (held out), f and g a's and b's.
+    old = pathgen.LABELS["er"]
+    assert {pathgen.pick(random.Random(i), "h", old) for i in range(60)} == set(old[2::3])
+    assert not {pathgen.pick(random.Random(i), "f", old) for i in range(60)} & set(old[2::3])
 
 
 def test_generated_documents_are_reproducible_and_held_out_wording_differs():
@@ -46,7 +77,7 @@ def test_generated_documents_are_reproducible_and_held_out_wording_differs():
 
 
 def test_build_only_variants_draw_no_held_out_wording_and_leave_the_split_alone():
-    assert set(pathgen.split()["held_out"]) == {f"{lay}/c" for lay in pathgen.LAYOUTS}
+    assert set(pathgen.split()["held_out_first_wave"]) == {f"{lay}/c" for lay in pathgen.LAYOUTS}
     for extra in pathgen.BUILD_EXTRA:
         for key in ("grade", "margins", "er"):
             held = {pathgen.pick(random.Random(i), "c", pathgen.LABELS[key]) for i in range(80)}

@@ -440,3 +440,198 @@ def test_a_benign_breast_diagnosis_is_no_doubt_for_the_score(diagnosis: str) -> 
     assert oncology.names_no_tumour("histology", diagnosis)
     assert not oncology.names_no_tumour("histology", "Invasive ductal carcinoma, grade 2")
     assert not oncology.names_no_tumour("er_status", diagnosis)
+
+
+# -- second wave: report shapes and wordings the first reader was not built on -------------------
+
+
+def test_a_value_on_the_line_below_its_key_is_the_keys():
+    report = """BREAST, RIGHT, WIDE EXCISION:
+Histologic type
+    Invasive carcinoma of no special type
+Histologic Grade (Nottingham)
+    Grade 3 (scores of 8 or 9)
+Estrogen receptor:
+  Negative (0%)
+Progesterone receptor
+    Positive, 60%, moderate
+"""
+    got = canon(report)
+    assert got["histology"].startswith("8500/3")
+    assert got["grade"] == "grade 3"
+    assert got["er_status"] == "negative"
+    assert got["pr_status"] == "positive (60%, moderate)"
+    # The row is quoted as the page has it (key and value on their own lines).
+    reading = oncology.read([report])["pr_status"]
+    assert reading.value == "Positive, 60%, moderate"
+
+
+def test_upper_case_keys_without_colons_and_equals_signs_are_keys():
+    report = """LEFT BREAST, MASTECTOMY
+TUMOR TYPE  Invasive lobular carcinoma
+MARGIN STATUS  Free of carcinoma, 6 mm to the deep margin
+ESTROGEN RECEPTOR  Positive (80%, strong)
+Progesterone receptor = Negative (0%)
+HER2 IHC = 3+ (positive)
+"""
+    got = canon(report)
+    assert got["histology"].startswith("8520/3")
+    assert got["margins"] == "not involved (6 mm)"
+    assert got["er_status"] == "positive (80%, strong)"
+    assert got["pr_status"] == "negative"
+    assert got["her2_status"].startswith("positive")
+
+
+def test_two_printed_columns_read_across_are_read_column_by_column():
+    report = (
+        "LEFT BREAST, EXCISION:\n"
+        "FINDINGS                                      MARKERS\n"
+        "Tumour type: Invasive lobular                 ER status: Negative (0%)\n"
+        "  carcinoma, classic                          PR status: Positive (30%, weak)\n"
+        "Grade: 2 (score 6)                            HER2 (IHC): 1+\n"
+        "Margins: Clear, 4 mm from the lateral margin\n"
+    )
+    got = canon(report)
+    assert got["histology"].startswith("8520/3")
+    assert got["er_status"] == "negative"
+    assert got["pr_status"] == "positive (30%, weak)"
+    assert got["her2_status"] == "negative (IHC 1+)"
+    assert got["margins"] == "not involved (4 mm)"
+    # A value whose words the page does not hold side by side is quoted by its start only.
+    histology = oncology.read([report])["histology"]
+    assert histology.value is not None and histology.value in report
+
+
+def test_a_line_ocr_wrapped_in_the_column_gap_gives_its_cell_to_the_right_column():
+    report = (
+        "RIGHT BREAST, LUMPECTOMY:\n"
+        "Type: Invasive ductal carcinoma              ER: Positive (95%, strong)\n"
+        "Size: 14 mm                                  \n"
+        "PR: Negative (0%)\n"
+        "Grade: 1 (score 5)                           HER2 (IHC): 0\n"
+    )
+    got = canon(report)
+    assert got["pr_status"] == "negative"
+    assert got["grade"] == "grade 1 (score 5)"
+    assert got["her2_status"] == "negative (IHC 0)"
+
+
+def test_check_box_glyphs_are_boxes():
+    report = """BREAST CANCER PROFORMA
+Oestrogen receptor: \u2612 Positive  \u2610 Low positive  \u2610 Negative   %: 70
+Progesterone receptor: \u2610 Positive  \u2610 Low positive  \u2612 Negative   %: 0
+Grade: \u2610 1 \u2612 2 \u2610 3
+Margins: \u2610 Involved  \u2612 Not involved   Distance: 2 mm
+"""
+    got = canon(report)
+    assert got["er_status"] == "positive (70%)"
+    assert got["pr_status"] == "negative"
+    assert got["grade"] == "grade 2"
+    assert got["margins"] == "not involved (2 mm)"
+
+
+@pytest.mark.parametrize(
+    ("rows", "grade"),
+    [
+        (
+            ("Tubule formation: 3", "Nuclear pleomorphism: 3", "Mitotic count: 2"),
+            "grade 3 (score 8)",
+        ),
+        (
+            ("Glandular differentiation: Score 1", "Nuclear score: 2", "Mitoses: 1"),
+            "grade 1 (score 4)",
+        ),
+        (("Total Nottingham score: 7",), "grade 2 (score 7)"),
+    ],
+)
+def test_a_grade_is_put_together_from_its_component_scores(rows, grade):
+    report = "LEFT BREAST, EXCISION:\nHistologic type: Invasive ductal carcinoma\n" + "\n".join(
+        rows
+    )
+    assert canon(report)["grade"] == grade
+
+
+@pytest.mark.parametrize(
+    ("text", "grade"),
+    [
+        ("High grade (Nottingham III)", "grade 3"),
+        ("low-grade invasive carcinoma", "grade 1"),
+        ("NHG2 (3+2+1)", "grade 2 (score 6)"),
+        ("Intermediate grade", "grade 2"),
+        ("Nottingham grade 5/9 (grade I)", "grade 1 (score 5)"),
+    ],
+)
+def test_a_grade_named_by_its_level_or_system_has_its_number(text, grade):
+    assert oncology.canonical("grade", text) == grade
+
+
+@pytest.mark.parametrize(
+    ("text", "margins"),
+    [
+        ("Invasive carcinoma is 3 mm from the inferior margin", "not involved (3 mm)"),
+        ("Distance to closest margin: 0.8 cm", "not involved (8 mm)"),
+        ("Distance to closest margin: 0 mm", "involved"),
+    ],
+)
+def test_a_margin_stated_only_by_its_distance_has_a_status(text, margins):
+    assert oncology.canonical("margins", text) == margins
+
+
+def test_no_tumour_at_ink_is_a_clear_margin_that_does_not_speak_against_itself():
+    text = "No tumour at ink; closest approach 2 mm to the medial margin"
+    assert oncology.canonical("margins", text) == "not involved (2 mm)"
+    assert oncology.unsure("margins", text) == ""
+
+
+def test_an_ish_row_stated_as_positive_or_negative_decides_an_equivocal_ihc():
+    for result, final in (("Positive (Group 1), ratio 2.6", "positive"), ("Negative", "negative")):
+        report = (
+            "RIGHT BREAST, EXCISION:\nHER2 protein expression: 2+ (equivocal)\n"
+            f"HER2 dual ISH: {result}\n"
+        )
+        assert canon(report)["her2_status"].startswith(final)
+
+
+def test_keys_are_matched_by_their_words():
+    assert oncology._key_field("Hormone receptor - ER") == "er"
+    assert oncology._key_field("PgR expression") == "pr"
+    assert oncology._key_field("HER2 status by IHC") == "her2_ihc"
+    assert oncology._key_field("HER2 gene amplification (SISH)") == "her2_ish"
+    assert oncology._key_field("ERBB2 gene status") == "her2_ish"
+    assert oncology._key_field("HER2 (final)") == "her2_final"
+    assert oncology._key_field("Morphology") == "histology"
+    assert oncology._key_field("Procedure") is None
+
+
+def test_a_report_of_two_tumours_gives_the_larger_tumours_values():
+    report = """LEFT BREAST, MASTECTOMY:
+Tumour focality: two foci
+TUMOUR 1
+Histologic type: Invasive lobular carcinoma
+Tumour size: 9 mm
+Histologic grade: Grade 1
+Estrogen receptor: Positive (90%, strong)
+TUMOUR 2
+Histologic type: Invasive ductal carcinoma
+Tumour size: 2.3 cm
+Histologic grade: Grade 3
+Estrogen receptor: Negative (0%)
+Margins: Uninvolved, 5 mm to the posterior margin
+"""
+    got = canon(report)
+    assert got["histology"].startswith("8500/3")
+    assert got["grade"] == "grade 3"
+    assert got["er_status"] == "negative"
+    assert got["margins"] == "not involved (5 mm)"
+
+
+def test_a_diagnosis_sentence_cut_at_an_equals_sign_is_read_as_a_sentence():
+    got = canon("LEFT BREAST:\nMucinous carcinoma, NHG score 5 = grade 1.\n")
+    assert got["histology"].startswith("8480/3")
+    assert got["grade"] == "grade 1 (score 5)"
+
+
+def test_abbreviated_types_are_their_types():
+    assert oncology.canonical("histology", "ILC, classic type").startswith("8520/3")
+    assert oncology.canonical("histology", "IDC").startswith("8500/3")
+    assert oncology.canonical("histology", "IDC with lobular features").startswith("8522/3")
