@@ -7,7 +7,6 @@ pandas, four times the ingestion of a three-page text PDF)."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -31,13 +30,8 @@ def preload() -> None:
 
     load_vocabulary()
     load_rules()
-    # Every ingestion of a PDF builds the OCR engine and reads the glyphs confirmed before
-    # from the cache (documents.services.pages_extract).
+    # Every ingestion of a PDF builds the OCR engine (documents.services.pages_extract).
     import pytesseract  # noqa: F401
-    from django.core.cache import cache
-
-    with contextlib.suppress(Exception):  # Redis down: the modules are imported all the same
-        cache.get("preload")  # the backend's modules
 
     if llm.configured(settings):
         try:

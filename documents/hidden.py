@@ -29,7 +29,6 @@ from __future__ import annotations
 import bisect
 import ctypes
 import dataclasses
-import hashlib
 import math
 import re
 from collections.abc import Sequence
@@ -697,11 +696,6 @@ def _runs(chars: Sequence[Char]) -> list[list[Char]]:
 # letter of a font (its name, the letter, and the outline PDFium draws for that letter,
 # which a lying map changes) is trusted or not once, so a document whose pages share their
 # fonts costs one OCR call, and a lying copy of a trusted font on a later page is read anew.
-# Across documents (documents.services keeps them): a glyph OCR read exactly as its text layer
-# says, in a word of a font judged honest, is ``confirmed`` by its letter and the digest of its
-# whole outline. A later document's font whose every letter is confirmed, or trusted by the
-# document itself, costs no OCR call; a lying map draws another outline for the letter it
-# claims, so its glyphs are never among the confirmed ones.
 MISREAD = "misread"
 OCR_SCALE = 4.0  # 288 dpi: tesseract's comfort for 8-12 pt print
 SAMPLE_WORDS = 10
@@ -710,21 +704,15 @@ FONT_AGREEMENT = 0.5
 KNOWN_LETTERS = 0.75  # share of a font's letters on a page trusted already: no new reading
 _GAP = 24  # pixels of white between two sample words in the image OCR reads
 
-OUTLINE_SEGMENTS = 400  # a glyph drawn with more segments is judged within its document only
-
-GlyphKey = tuple[str, str, str]  # font name, letter, digest of the outline ("" if too long)
-Confirmed = tuple[str, str]  # letter, digest of the outline
+GlyphKey = tuple[str, str, tuple[float, ...]]
 
 
 @dataclass
 class Fonts:
     """What a document's glyphs read as, so far: glyph key -> whether it reads as its text
-    layer says (documents.pages keeps one per document); ``trusted``: the glyphs confirmed by
-    earlier documents; ``confirmed``: those this document's readings confirmed."""
+    layer says (documents.pages keeps one per document)."""
 
     glyphs: dict[GlyphKey, bool] = field(default_factory=dict)
-    trusted: frozenset[Confirmed] = frozenset()
-    confirmed: set[Confirmed] = field(default_factory=set)
 
 
 @dataclass
@@ -735,8 +723,6 @@ class PageFonts:
     font_of: dict[int, int]
     keys: dict[int, dict[str, GlyphKey]]
     honest: dict[int, bool] = field(default_factory=dict)
-    # Each font's letters confirmed by no earlier reading: the sample reads them first.
-    unconfirmed: dict[int, set[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -748,24 +734,20 @@ class GlyphSample:
     rows: list[tuple[int, str, float, float]]
 
 
-def _outline(font: Any, letter: str) -> str:
-    """A digest of the whole outline PDFium draws for ``letter`` in ``font`` (the outline
-    follows the font's own map back from the text): its segments' kinds and points; "" when
-    the glyph has none or more than OUTLINE_SEGMENTS."""
+def _outline(font: Any, letter: str) -> tuple[float, ...]:
+    """A short fingerprint of the outline PDFium draws for ``letter`` in ``font``: the point
+    count and the first points (the outline follows the font's own map back from the text)."""
     path = pdfium_c.FPDFFont_GetGlyphPath(font, ord(letter[0]), ctypes.c_float(10.0))
     if not path:
-        return ""
+        return ()
     count = pdfium_c.FPDFGlyphPath_CountGlyphSegments(path)
-    if count <= 0 or count > OUTLINE_SEGMENTS:
-        return ""
     x, y = ctypes.c_float(), ctypes.c_float()
     points: list[float] = [float(count)]
-    for index in range(count):
+    for index in range(0, min(count, 12)):
         segment = pdfium_c.FPDFGlyphPath_GetGlyphPathSegment(path, index)
         if segment and pdfium_c.FPDFPathSegment_GetPoint(segment, x, y):
-            kind = pdfium_c.FPDFPathSegment_GetType(segment)
-            points.extend((float(kind), round(x.value, 2), round(y.value, 2)))
-    return hashlib.blake2b(repr(points).encode(), digest_size=12).hexdigest()
+            points.extend((round(x.value, 2), round(y.value, 2)))
+    return tuple(points)
 
 
 def page_fonts(textpage: pdfium.PdfTextPage, chars: Sequence[Char], fonts: Fonts) -> PageFonts:
@@ -801,19 +783,12 @@ def page_fonts(textpage: pdfium.PdfTextPage, chars: Sequence[Char], fonts: Fonts
         keys[font] = {letter: (name, letter, _outline(handles[font], letter)) for letter in used}
     found = PageFonts(font_of=font_of, keys=keys)
     for font, by_letter in keys.items():
-        found.unconfirmed[font] = {
-            letter for letter, key in by_letter.items() if (letter, key[2]) not in fonts.trusted
-        }
         known = [fonts.glyphs.get(key) for key in by_letter.values()]
         if any(verdict is False for verdict in known):
             found.honest[font] = False
-        elif sum(verdict is True for verdict in known) >= KNOWN_LETTERS * len(known) or all(
-            verdict is True or (key[2] and (key[1], key[2]) in fonts.trusted)
-            for key, verdict in zip(by_letter.values(), known, strict=True)
-        ):
-            # The font read before in this document: a page's few new letters (a Q, a digit)
-            # are taken with it rather than read again (an OCR call per page otherwise). From
-            # earlier documents, every letter must have been confirmed one by one.
+        elif sum(verdict is True for verdict in known) >= KNOWN_LETTERS * len(known):
+            # The font read before: a page's few new letters (a Q, a digit) are taken with
+            # it rather than read again (an OCR call per page otherwise).
             found.honest[font] = True
             fonts.glyphs.update((key, True) for key in by_letter.values())
     return found
@@ -833,7 +808,6 @@ def glyph_sample(
     font_of = fonts.font_of
     position_of = {id(chars[p]): p for p in visible}
     chosen: dict[int, list[list[Char]]] = {}
-    fill: dict[int, list[list[Char]]] = {}  # words of letters read already, if too few others
     covered: dict[int, set[str]] = {}
     for word in _words([chars[p] for p in visible]):
         letters = [ch for ch in word if ch.text.isalnum()]
@@ -848,21 +822,10 @@ def glyph_sample(
         picked = chosen.setdefault(font, [])
         seen = covered.setdefault(font, set())
         new = {ch.text for ch in letters} - seen
-        # First the words that bring letters not yet read (letters no earlier document
-        # confirmed before the others), then any, up to SAMPLE_WORDS.
-        if len(picked) < SAMPLE_WORDS and new & fonts.unconfirmed.get(font, new):
+        # First the words that bring letters not yet read, then any, up to SAMPLE_WORDS.
+        if len(picked) < SAMPLE_WORDS and (new or len(picked) < MIN_SAMPLE):
             picked.append(word)
             seen |= new
-        else:
-            fill.setdefault(font, []).append(word)
-    for font, words in list(chosen.items()):
-        if not words:
-            # Every letter of its words was confirmed by earlier readings; what is left are
-            # letters of words too short to read (a lone digit), judged with the font.
-            fonts.honest[font] = True
-            del chosen[font]
-        else:
-            words += fill.get(font, [])[: max(0, MIN_SAMPLE - len(words))]
     chosen = {font: words for font, words in chosen.items() if len(words) >= MIN_SAMPLE}
     if not chosen:
         return None
@@ -917,7 +880,6 @@ def judge_fonts(
     from rapidfuzz import fuzz
 
     agree: dict[int, list[bool]] = {}
-    exact: dict[int, set[str]] = {}  # the letters of words read exactly, by font
     for font, text, top, bottom in sample.rows:
         read = " ".join(
             word for word, _x0, y0, _x1, y1 in ocr_words if top <= (y0 + y1) / 2 <= bottom
@@ -928,13 +890,9 @@ def judge_fonts(
         votes = agree.setdefault(font, [])
         if seen:  # a word OCR finds nothing in is no vote (tesseract drops some)
             votes.append(fuzz.ratio(said, seen) >= WORD_SIMILARITY)
-            if seen == said and len(said) >= MIN_SAMPLE:
-                exact.setdefault(font, set()).update(c for c in text if c.isalnum())
     for font, votes in agree.items():
         honest = sum(votes) >= FONT_AGREEMENT * len(votes)
         page.honest[font] = honest
         for key in page.keys.get(font, {}).values():
             # A distrusted glyph stays distrusted: a later honest reading does not clear it.
             fonts.glyphs[key] = honest and fonts.glyphs.get(key, True)
-            if honest and fonts.glyphs[key] and key[2] and key[1] in exact.get(font, ()):
-                fonts.confirmed.add((key[1], key[2]))

@@ -444,12 +444,10 @@ def extract_pdf(
     min_text_chars: int = 20,
     dpi: int = 300,
     on_page: Callable[[int, int], None] | None = None,
-    fonts: hidden_text.Fonts | None = None,
 ) -> list[PageContent]:
     """Extract every page: PDFium reads the text layer (documents.pdftext), pdfplumber the
     ruled tables of pages with vector paths. Pages whose text layer has fewer than
-    ``min_text_chars`` non-space characters are rendered and read by ``ocr``. ``fonts``: the
-    glyphs trusted before (documents.hidden.Fonts), and where this document's are recorded."""
+    ``min_text_chars`` non-space characters are rendered and read by ``ocr``."""
     pages: list[PageContent] = []
     try:
         with PDFIUM_LOCK:
@@ -463,7 +461,7 @@ def extract_pdf(
             "The PDF could not be opened: it is damaged or protected."
         ) from exc
     tables = _Tables(data)
-    fonts = fonts if fonts is not None else hidden_text.Fonts()  # read once per document
+    fonts = hidden_text.Fonts()  # each font's glyphs are read once per document
     try:
         for index in range(1, total + 1):
             page: Any = None
@@ -578,7 +576,6 @@ def extract_file(
     min_text_chars: int = 20,
     dpi: int = 300,
     on_page: Callable[[int, int], None] | None = None,
-    fonts: hidden_text.Fonts | None = None,
 ) -> list[PageContent]:
     """Pages of a .pdf (text layer, OCR where needed) or of a text file, chosen by the name.
     ``on_page(done, total)`` is called after each PDF page (progress)."""
@@ -589,7 +586,6 @@ def extract_file(
             min_text_chars=min_text_chars,
             dpi=dpi,
             on_page=on_page,
-            fonts=fonts,
         )
     text = decode_text(data)
     if text is None:

@@ -20,7 +20,6 @@ from django.utils import timezone
 
 from core import events, jobs
 from core.bulk import bulk_insert
-from core.caching import cache_get, cache_set
 from documents import storage
 from documents.images import THUMBNAIL_DPI
 from documents.jobs import INGEST, RENDER
@@ -29,7 +28,7 @@ from documents.models import Document, ImageRender, Page
 from documents.ocr import make_tesseract_engine
 from documents.pages import OCR, PageContent, UnreadableDocument, throttled
 from documents.sandbox import Limits, SandboxFailed, run_sandboxed
-from documents.untrusted import extract_learning_glyphs, render_checked
+from documents.untrusted import extract_checked, render_checked
 from documents.validation import (
     CheckLimits,
     UploadRefused,
@@ -277,13 +276,11 @@ def pages_extract(
         # Built here: pytesseract (and what it imports) loads before the child's limits apply.
         ocr = make_tesseract_engine(language=settings.OCR_LANGUAGE)
 
-    trusted = trusted_glyphs()
     try:
-        pages, confirmed = run_sandboxed(
-            extract_learning_glyphs,
+        pages: list[PageContent] = run_sandboxed(
+            extract_checked,
             name,
             data,
-            trusted=trusted,
             task="ingest",
             limits=Limits(
                 memory_mb=settings.SANDBOX_INGEST_MEMORY_MB,
@@ -309,38 +306,7 @@ def pages_extract(
             "The file could not be read: it is damaged. Upload the original file again, or "
             "print it to a new PDF and upload that."
         ) from exc
-    remember_glyphs(trusted, confirmed)
     return pages
-
-
-# The glyphs OCR confirmed, shared by every document after (documents.hidden): a cache entry
-# (Redis when configured, else the process's memory). Losing it costs OCR calls, nothing else.
-GLYPHS_KEY = "documents:confirmed-glyphs:1"
-GLYPHS_MAX = 20_000
-
-
-def trusted_glyphs() -> frozenset[tuple[str, str]]:
-    found = cache_get(GLYPHS_KEY)
-    return found if isinstance(found, frozenset) else frozenset()
-
-
-def remember_glyphs(trusted: frozenset[tuple[str, str]], confirmed: Any) -> None:
-    """Add what a document's readings confirmed (from the sandbox: only well-formed entries,
-    and no more than GLYPHS_MAX in all)."""
-    new = {
-        glyph
-        for glyph in confirmed
-        if isinstance(glyph, tuple)
-        and len(glyph) == 2
-        and all(isinstance(part, str) for part in glyph)
-        and len(glyph[0]) == 1
-        and len(glyph[1]) == 24
-    } - trusted
-    if not new:
-        return
-    merged = trusted_glyphs() | new  # another process may have added some meanwhile
-    if len(merged) <= GLYPHS_MAX:
-        cache_set(GLYPHS_KEY, frozenset(merged), timeout=None)
 
 
 PROGRESS_INTERVAL = 0.5  # seconds between two progress writes of one ingestion

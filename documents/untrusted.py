@@ -19,7 +19,6 @@ from typing import Any
 # mapped under the child's address-space limit and could fail to load.
 import pypdfium2 as pdfium
 
-from documents.hidden import Fonts
 from documents.images import render_page_pngs
 from documents.pages import (
     UnreadableDocument,
@@ -191,7 +190,6 @@ def extract_checked(
     max_points: float,
     max_pixels: int,
     report: Callable[[Any], None] | None = None,
-    fonts: Fonts | None = None,
 ) -> list[Any]:
     """documents.pages.extract_file, after a look at the page geometry. OCR renders at
     ``dpi`` lowered to fit the largest page in ``max_pixels``; tesseract, started from the
@@ -234,7 +232,6 @@ def extract_checked(
             min_text_chars=min_text_chars,
             dpi=dpi,
             on_page=on_page,
-            fonts=fonts,
         )
     except UnreadableDocument as exc:
         # The reader calls any failure on a page "damaged"; running out of the memory limit
@@ -242,16 +239,6 @@ def extract_checked(
         if _out_of_memory(exc):
             raise MemoryError from None
         raise
-
-
-def extract_learning_glyphs(
-    name: str, data: bytes, *, trusted: frozenset[tuple[str, str]], **options: Any
-) -> tuple[list[Any], frozenset[tuple[str, str]]]:
-    """``extract_checked`` with the glyphs earlier documents confirmed (documents.hidden):
-    the pages, and the glyphs this document's readings confirmed that were not trusted yet."""
-    fonts = Fonts(trusted=trusted)
-    pages = extract_checked(name, data, fonts=fonts, **options)
-    return pages, frozenset(fonts.confirmed - trusted)
 
 
 def _out_of_memory(exc: BaseException) -> bool:

@@ -77,12 +77,6 @@ class Command(BaseCommand):
             help="read every generated document with OCR (the glyph check); default: only "
             "the lying-ToUnicode ones (the others are what the drawing comparison decides)",
         )
-        parser.add_argument(
-            "--no-glyph-memory",
-            action="store_true",
-            help="read each corpus PDF with no glyph confirmed by the documents before it "
-            "(by default they are kept from one document to the next, as ingestion keeps them)",
-        )
         parser.add_argument("--preset", default=None)
         parser.add_argument("--json", dest="json_out")
 
@@ -96,13 +90,7 @@ class Command(BaseCommand):
             }
         if options["corpus"]:
             figures["corpus"] = {
-                half: self._corpus(
-                    Path(options["corpus"]),
-                    half == "test",
-                    ocr,
-                    memory=not options["no_glyph_memory"],
-                )
-                for half in halves
+                half: self._corpus(Path(options["corpus"]), half == "test", ocr) for half in halves
             }
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(figures, indent=2, sort_keys=True))
@@ -177,9 +165,7 @@ class Command(BaseCommand):
         )
         return {"total": dict(total), "by_method": {m: dict(c) for m, c in by_method.items()}}
 
-    def _corpus(
-        self, corpus: Path, held_out: bool, ocr: Any, *, memory: bool = True
-    ) -> dict[str, Any]:
+    def _corpus(self, corpus: Path, held_out: bool, ocr: Any) -> dict[str, Any]:
         paths = [
             corpus / row["path"] for row in read_labels(corpus) if row["path"].endswith(".pdf")
         ]
@@ -220,7 +206,6 @@ class Command(BaseCommand):
             glyph_calls[0] += 1
 
         glyph_ms, glyph_calls = [0.0], [0]
-        trusted: frozenset[tuple[str, str]] = frozenset()
         patches: list[tuple[str, Callable[..., Any]]] = [
             ("_not_shown", timed_check),
             ("glyph_sample", timed_sample),
@@ -235,10 +220,7 @@ class Command(BaseCommand):
                     continue
                 documents += 1
                 glyph_ms[0], glyph_calls[0] = 0.0, 0
-                fonts = hidden.Fonts(trusted=trusted)
-                read = extract_pdf(data, ocr=ocr, fonts=fonts)
-                if memory:  # as ingestion keeps them (documents.services.remember_glyphs)
-                    trusted |= fonts.confirmed
+                read = extract_pdf(data, ocr=ocr)
                 glyphs.append(glyph_ms[0])
                 calls.append(glyph_calls[0])
                 pages_read += len(read)
@@ -268,9 +250,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"  glyph check per document: p50 {statistics.median(glyphs or [0]):.0f} ms, p95 "
             f"{_quantile(glyphs, 0.95):.0f} ms; OCR calls per document: mean "
-            f"{statistics.mean(calls or [0]):.2f}, max {max(calls, default=0)}; in the second "
-            f"half of the stream {statistics.mean(calls[len(calls) // 2 :] or [0]):.2f} "
-            f"({'glyphs kept from one document to the next' if memory else 'no glyph memory'})"
+            f"{statistics.mean(calls or [0]):.2f}, max {max(calls, default=0)}"
         )
         return {
             "documents": documents,
@@ -286,6 +266,4 @@ class Command(BaseCommand):
                 "p95": _quantile(glyphs, 0.95),
             },
             "ocr_calls_per_document": statistics.mean(calls or [0]),
-            "ocr_calls_per_document_second_half": statistics.mean(calls[len(calls) // 2 :] or [0]),
-            "glyph_memory": memory,
         }
