@@ -195,6 +195,10 @@ def _possible(guess: Phi, value: str) -> bool:
     if guess.type == PHONE:
         return digits >= 7
     if guess.type == DATE:
+        if re.match(r"(?:may|mar|jun|dec|sun)(?![a-z])", value) and not re.search(
+            r"(?:1[89]|20)\d\d", value
+        ):
+            return False  # "may 3 times", "mar 2 tabs": words, as the date rule reads them
         return letters or _date_like(value, groups)
     if guess.type == EMAIL:
         return "@" in value

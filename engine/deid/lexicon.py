@@ -74,7 +74,7 @@ hemodynamics hemodynamically comfort numbers soon pleasant visited hypertensive 
 neuro lopressor propofol fio2 asa perrl perla perl sats sat vent abg abgs tlc ntg htn mag code
 npo ileus labored tf tfs ngt ogt ett cvp pcwp svr map maps ivf prbc ffp lasix heparin insulin
 levophed neo dopamine coumadin tylenol morphine ativan haldol fentanyl versed
-foley carevue brady endo rrt nsr abd ros ng serosang
+foley carevue brady endo rrt nsr abd ros ng serosang abx cath cont freq pulm hct nepro zosyn
 """
 # Words that make a candidate an institution rather than a person ("Oncology Pool",
 # "Lakeshore Family Practice", "Maple Grove Rehabilitation").
@@ -84,7 +84,7 @@ college institute laboratory laboratories lab labs pathology radiology oncology 
 imaging genomics practice pool portal department dept division services service foundation
 group associates partners network system systems memorial regional county intake office unit
 ward pharmacy rehabilitation rehab nursing home hospice insurance company inc llc corp
-corporation ltd school church
+corporation ltd school church hosp ctr house square
 """
 
 

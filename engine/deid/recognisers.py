@@ -290,6 +290,35 @@ def _names(text: str) -> Iterator[Phi]:
         if match.group("initial"):
             yield Phi(*match.span("initial"), NAME, "first-pair")
         yield Phi(*match.span("last"), NAME, "first-pair")
+    if not _mostly_capitals(text):
+        for match in _CAPITAL_PAIR_RE.finditer(text):
+            # "Radu Crosson", "Wil Laberbera": in a text written in mixed case, two capitalised
+            # words that are no word of the language (or are listed names), before no
+            # institution word ("Warren Grant Hospital").
+            words = (match.group("first"), match.group("last"))
+            following = _NEXT_WORD_RE.match(text, match.end())
+            if following and lexicon.is_institution_word(following.group(1)):
+                continue
+            if all(_unknown_or_listed(w) for w in words):
+                yield Phi(*match.span("first"), NAME, "capital-pair")
+                yield Phi(*match.span("last"), NAME, "capital-pair")
+
+
+_CAPITAL_PAIR_RE = re.compile(
+    r"(?<![\w'])(?P<first>[A-Z][a-z]{2,})[ \t]+(?P<last>[A-Z][a-z][a-z'\u2019-]*[a-z])(?![\w])"
+)
+
+
+def _unknown_or_listed(word: str) -> bool:
+    if lexicon.is_not_a_name(word) or lexicon.is_institution_word(word):
+        return False
+    listed = lexicon.is_first_name(word) or lexicon.is_surname(word)
+    return listed or not lexicon.is_dictionary_word(word)
+
+
+def _mostly_capitals(text: str) -> bool:
+    letters = [c for c in text if c.isalpha()]
+    return sum(c.isupper() for c in letters) > 0.5 * len(letters)
 
 
 _FIRST_PAIR_RE = re.compile(
