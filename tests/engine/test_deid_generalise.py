@@ -131,3 +131,18 @@ def test_generated_notes_hold_unknown_words_that_are_not_phi():
                 unknown += 1
     # Without them every unknown word of the generated notes was a name.
     assert unknown >= 60
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(0, 10_000))
+def test_two_unknown_capitalised_words_in_mixed_case_prose_are_a_name(a: int, b: int):
+    first, last = invented(a).title(), invented(b).title()
+    if any(lexicon.is_dictionary_word(w) or lexicon.is_not_a_name(w) for w in (first, last)):
+        return
+    text = f"Team has spoken with {first} {last} about the plan. Lungs clear.\n"
+    ruled = {s.text(text) for s in recognisers.find(text) if s.source == "capital-pair"}
+    assert {first, last} <= ruled
+    # Before an institution word it is the institution's name; in capitals it tells nothing.
+    hospital = f"Transferred from {first} {last} Hospital today. Lungs clear.\n"
+    assert not [s for s in recognisers.find(hospital) if s.source == "capital-pair"]
+    assert not [s for s in recognisers.find(text.upper()) if s.source == "capital-pair"]
