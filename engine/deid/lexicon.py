@@ -74,6 +74,7 @@ hemodynamics hemodynamically comfort numbers soon pleasant visited hypertensive 
 neuro lopressor propofol fio2 asa perrl perla perl sats sat vent abg abgs tlc ntg htn mag code
 npo ileus labored tf tfs ngt ogt ett cvp pcwp svr map maps ivf prbc ffp lasix heparin insulin
 levophed neo dopamine coumadin tylenol morphine ativan haldol fentanyl versed
+foley carevue brady endo rrt nsr abd ros ng serosang abx cath cont freq pulm hct nepro zosyn
 """
 # Words that make a candidate an institution rather than a person ("Oncology Pool",
 # "Lakeshore Family Practice", "Maple Grove Rehabilitation").
@@ -83,7 +84,7 @@ college institute laboratory laboratories lab labs pathology radiology oncology 
 imaging genomics practice pool portal department dept division services service foundation
 group associates partners network system systems memorial regional county intake office unit
 ward pharmacy rehabilitation rehab nursing home hospice insurance company inc llc corp
-corporation ltd school church
+corporation ltd school church hosp ctr house square
 """
 
 
@@ -158,3 +159,50 @@ def surnames() -> frozenset[str]:
 
 def is_surname(word: str) -> bool:
     return word.lower() in surnames()
+
+
+# -- the dictionary -----------------------------------------------------------------------------
+
+DICTIONARY_PACKAGE = "english_words"  # Webster's Second International (1934, public domain)
+_INFLECTIONS = (
+    ("ies", "y"),
+    ("es", ""),
+    ("s", ""),
+    ("ed", ""),
+    ("ed", "e"),
+    ("ing", ""),
+    ("ing", "e"),
+    ("ly", ""),
+    ("ation", "ate"),
+    ("ive", "e"),
+    ("ive", ""),
+)
+
+
+@cache
+def dictionary_words() -> frozenset[str]:
+    """The words Webster's Second International dictionary writes in lower case (the
+    ``web2`` list the ``english-words`` package ships, read from the installed package; its
+    proper nouns are capitalised there and so left out): "large", "clear", "walker"."""
+    from english_words import get_english_words_set
+
+    return frozenset(
+        w for w in get_english_words_set(["web2"], lower=False, alpha=True) if w.islower()
+    )
+
+
+def is_dictionary_word(word: str) -> bool:
+    """A common noun, verb or adjective of the dictionary, or a regular inflection of one
+    ("distended", "antibiotics")."""
+    lower = word.lower().strip(".,'\u2019")
+    if len(lower) < 2:
+        return False  # the dictionary lists the letters; an initial stays a name's
+    words = dictionary_words()
+    if lower in words:
+        return True
+    return any(
+        lower.endswith(suffix)
+        and len(lower) - len(suffix) >= 3
+        and lower[: -len(suffix)] + stem in words
+        for suffix, stem in _INFLECTIONS
+    )

@@ -120,6 +120,13 @@ _AWARE_RE = re.compile(
     rf"(?:,?[ \t]+(?:{CREDENTIALS}))?[ \t]+(?i:aware|notified|paged|called|informed)\b"
 )
 _NEXT_WORD_RE = re.compile(rf"[ \t]+({_LETTERS}+)")
+# "Q. LANDER RRT", "q. lander rrt", "d. renna rn": an initial with its full stop, a word, then a
+# clinician's credential, in any case.
+_INITIAL_CREDENTIAL_RE = re.compile(
+    rf"(?<![\w.])[A-Za-z]\.[ \t]*(?P<name>{_LETTERS}{{3,}}),?[ \t]+"
+    r"(?i:rrt|rn|np|md|pa|bsn|lpn|crt|rpt)\b(?![-\w])"
+)
+_MADE_AWARE_RE = re.compile(r"[ \t]+(?:(?i:made)[ \t]+)?(?i:aware|notified)\b")
 
 
 def _name_tokens(text: str, start: int, end: int, source: str, *, strict: bool) -> Iterator[Phi]:
@@ -231,8 +238,14 @@ def _names(text: str) -> Iterator[Phi]:
         if lexicon.is_common_word(word) or lexicon.is_institution_word(word) or len(word) < 3:
             continue
         listed = lexicon.is_first_name(word) or lexicon.is_surname(word)
-        if listed or (word[:1].isupper() and word[1:].islower()):
+        aware = _MADE_AWARE_RE.match(text, match.end())  # "NP DJURIC MADE AWARE"
+        if listed or (word[:1].isupper() and word[1:].islower()) or aware:
             yield Phi(*match.span("name"), NAME, "role")
+    for match in _INITIAL_CREDENTIAL_RE.finditer(text):
+        word = match.group("name")
+        if not lexicon.is_not_a_name(word) and not lexicon.is_institution_word(word):
+            yield Phi(match.start(), match.start() + 1, NAME, "initial-credential")
+            yield Phi(*match.span("name"), NAME, "initial-credential")
     for match in _PER_INITIAL_RE.finditer(text):
         # "PER B. KARGAS", "per dr b. gill": an initial and a surname after "per" or a title.
         word = match.group("name")
@@ -260,6 +273,64 @@ def _names(text: str) -> Iterator[Phi]:
             and not (following and lexicon.is_institution_word(following.group(1)))
         ):
             yield from _name_tokens(text, *match.span("name"), "name-list", strict=True)
+    for match in _FIRST_PAIR_RE.finditer(text):
+        # "leslie kiezulas", "grace dudak aware", "CAROLE HAYES", "barbara j. parrilli": in any
+        # case, a listed first name that is no word of the language, then a word written the
+        # same way that is no word either (or a listed surname).
+        first, last = match.group("first"), match.group("last")
+        if not _same_case(first, last) or not lexicon.is_first_name(first):
+            continue
+        if lexicon.is_dictionary_word(first) or lexicon.is_not_a_name(last):
+            continue
+        if lexicon.is_institution_word(last) or (
+            lexicon.is_dictionary_word(last) and not lexicon.is_surname(last)
+        ):
+            continue
+        yield Phi(*match.span("first"), NAME, "first-pair")
+        if match.group("initial"):
+            yield Phi(*match.span("initial"), NAME, "first-pair")
+        yield Phi(*match.span("last"), NAME, "first-pair")
+    if not _mostly_capitals(text):
+        for match in _CAPITAL_PAIR_RE.finditer(text):
+            # "Radu Crosson", "Wil Laberbera": in a text written in mixed case, two capitalised
+            # words that are no word of the language (or are listed names), before no
+            # institution word ("Warren Grant Hospital").
+            words = (match.group("first"), match.group("last"))
+            following = _NEXT_WORD_RE.match(text, match.end())
+            if following and lexicon.is_institution_word(following.group(1)):
+                continue
+            if all(_unknown_or_listed(w) for w in words):
+                yield Phi(*match.span("first"), NAME, "capital-pair")
+                yield Phi(*match.span("last"), NAME, "capital-pair")
+
+
+_CAPITAL_PAIR_RE = re.compile(
+    r"(?<![\w'])(?P<first>[A-Z][a-z]{2,})[ \t]+(?P<last>[A-Z][a-z][a-z'\u2019-]*[a-z])(?![\w])"
+)
+
+
+def _unknown_or_listed(word: str) -> bool:
+    if lexicon.is_not_a_name(word) or lexicon.is_institution_word(word):
+        return False
+    listed = lexicon.is_first_name(word) or lexicon.is_surname(word)
+    return listed or not lexicon.is_dictionary_word(word)
+
+
+def _mostly_capitals(text: str) -> bool:
+    letters = [c for c in text if c.isalpha()]
+    return sum(c.isupper() for c in letters) > 0.5 * len(letters)
+
+
+_FIRST_PAIR_RE = re.compile(
+    r"(?<![\w'])(?P<first>[A-Za-z]{3,})[ \t]+(?:(?P<initial>[A-Za-z])\.?[ \t]+)?"
+    r"(?P<last>[A-Za-z][A-Za-z'\u2019-]*[A-Za-z])(?![\w])"
+)
+
+
+def _same_case(a: str, b: str) -> bool:
+    if a.islower() or a.isupper():
+        return a.islower() == b.islower() and a.isupper() == b.isupper()
+    return a.istitle() and b[:1].isupper() and not b.isupper()
 
 
 _NON_LATIN_WORD_RE = re.compile(rf"{_NON_LATIN}+")
@@ -323,6 +394,13 @@ _NOT_MONTH_DAY_AFTER = re.compile(
     r"|\s*%|-\d|\s*x\b)",
     re.IGNORECASE,
 )
+# A ventilator's settings earlier in the sentence ("CPAP .5% 5/8", "PSV of 10/5", "flowby 6/3")
+# or "weaned (down) to 10/5": pressures, not a month and a day ("levo weaned 4/2" is a date).
+_VENT_BEFORE = re.compile(
+    r"\b(?:ps|psv|peep|cpap|bipap|simv|imv|ac|a/c|vent|flow-?by)\b(?:[^\n.;]|\.\d){0,12}$"
+    r"|\bwean(?:ed|ing)?[ \t]+(?:(?:back|down)[ \t]+)?to[ \t]+$",
+    re.IGNORECASE,
+)
 # A fraction more often than a date: 1/2, 2/3, 5/5, 4/10 (unless a date word comes first).
 _FRACTION_RE = re.compile(r"^(\d+)/(2|3|4|5|10)$")
 _DATE_CUE_RE = re.compile(
@@ -348,6 +426,8 @@ def _dates(text: str) -> Iterator[Phi]:
         before = text[max(0, match.start() - 14) : match.start()]
         after = text[match.end() : match.end() + 14]
         if _NOT_MONTH_DAY_BEFORE.search(before) or _NOT_MONTH_DAY_AFTER.search(after):
+            continue
+        if _VENT_BEFORE.search(text[max(0, match.start() - 24) : match.start()]):
             continue
         fraction = _FRACTION_RE.match(match.group())
         if fraction and int(fraction[1]) <= int(fraction[2]) and not _DATE_CUE_RE.search(before):

@@ -75,11 +75,25 @@ def _script(word: str) -> str:
     return ""
 
 
+def _identity(word: str, lower: str) -> str:
+    """The word itself, for the words a model may learn one by one: numbers, punctuation,
+    and the words of the language (function, clinical and dictionary words: "per", "dr",
+    "aware"). Any other word is a candidate name, and its identity is withheld: a model
+    trained on a corpus learnt its surrogate names ("Radu", "Crosson") rather than where
+    names stand, and found 0.99 of the names of the notes it was trained on and 0.88 of
+    other patients'."""
+    if len(lower) > 20:
+        return "<long>"
+    if not word.isalpha() or lexicon.is_not_a_name(lower) or lexicon.is_dictionary_word(lower):
+        return lower
+    return "<cand>"
+
+
 def _word_features(word: str) -> dict[str, Any]:
     lower = word.lower()
     script = _script(word)
     f: dict[str, Any] = {
-        "w": lower if len(lower) <= 20 else "<long>",
+        "w": _identity(word, lower),
         "shape": _shape(word),
         "suf3": lower[-3:],
         "pre2": lower[:2],

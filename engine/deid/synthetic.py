@@ -366,6 +366,70 @@ FILLER = [
     "Seen by PT and OT today; up to chair for 2 hours.",
     "Amber Alert drill at 1500 per hospital policy.",
 ]
+# Filler with words the model cannot have seen that are no PHI: drug names and misspellings,
+# which nursing notes are full of ("captopril", "extremeties", "dopplerable"). Without them
+# every unknown word of the generated notes was a name, and the model read any word it did
+# not know as one.
+WORD_FILLER = [
+    "Started on {word} 25 mg po bid, tolerating well.",
+    "Cont {word} gtt, {word2} held for low BP.",
+    "Lungs {word} at bases, sxn for thick tan secretions.",
+    "Pt {word} and {word2} overnight, family in this eve.",
+    "Allergies: {word}, {word2}.",
+    "Skin {word} on coccyx, {word2} applied.",
+    "{word} drip titrated to MAP > 65.",
+    "ABD {word}, +BS, {word2} given with good effect.",
+    "Remains {word}, will {word2} in am per team.",
+    "{word} and {word2} restarted via NGT.",
+]
+_DRUG_SUFFIXES = [
+    "olol",
+    "pril",
+    "mycin",
+    "azole",
+    "cillin",
+    "ine",
+    "statin",
+    "oxacin",
+    "idone",
+    "amide",
+    "ium",
+    "afil",
+    "ide",
+    "al",
+]
+
+
+@cache
+def _known_words() -> list[str]:
+    return sorted(w for w in lexicon._words(lexicon._CLINICAL) if w.isalpha() and len(w) >= 5)
+
+
+def _unknown_word(rng: random.Random) -> str:
+    """A word no list holds and no PHI: a misspelt clinical word or an invented drug name."""
+    if rng.random() < 0.5:
+        word = list(rng.choice(_known_words()))
+        i = rng.randrange(1, len(word) - 1)
+        op = rng.randrange(3)
+        if op == 0:
+            del word[i]
+        elif op == 1:
+            word.insert(i, word[i])
+        else:
+            word[i], word[i + 1] = word[i + 1], word[i]
+        return "".join(word)
+    stem = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 2)))
+    return stem + rng.choice(_DRUG_SUFFIXES)
+
+
+def _word(note: Note, slot: str, case: str | None) -> None:
+    word = _unknown_word(note.rng)
+    if note.case == "title":  # drugs and words in prose: lower case, or capitalised
+        note.put(word if note.rng.random() < 0.6 else word.capitalize())
+    else:
+        note.put(note._case(word, case))
+
+
 _SLOT = re.compile(r"\{(?P<slot>[a-z_0-9]+?)(?P<case>[!_]?)\}")
 _DOMAINS = ["example.org", "mail.example.com", "clinic.example.net"]
 
@@ -430,6 +494,7 @@ _SLOTS: dict[str, Callable[[Note, str, str | None], None]] = {
     "addr": _address,
     "age": lambda note, slot, case: note.put(str(note.rng.randint(90, 104)), AGE),
     "domain": lambda note, slot, case: note.put(note.rng.choice(_DOMAINS), EMAIL),
+    "word": _word,
 }
 
 
@@ -438,11 +503,13 @@ def note(rng: random.Random, templates: list[str]) -> tuple[str, list[Phi]]:
     written = Note(rng, rng.choice(["title", "title", "upper", "lower"]))
     lines = rng.sample(templates, k=min(len(templates), rng.randint(2, 5)))
     lines += rng.sample(FILLER, k=rng.randint(2, 5))
+    lines += rng.sample(WORD_FILLER, k=rng.randint(1, 3))
     rng.shuffle(lines)
     for line in lines:
-        filler = line in FILLER
-        if written.case == "upper" and filler:
+        if written.case == "upper" and line in FILLER:
             written.put(line.upper())
+        elif written.case == "upper" and line in WORD_FILLER:
+            _fill(written, re.sub(r"\{[A-Z0-9_!]+\}", lambda m: m.group().lower(), line.upper()))
         else:
             _fill(written, line)
         written.put("\n" if rng.random() < 0.7 else "  ")
