@@ -599,6 +599,11 @@ LEARNING_MAX_JOB_TRIES = env_int("LEARNING_MAX_JOB_TRIES", 2, minimum=1)
 # unanimous votes were confirmed by clinicians since the last contradiction.
 LEARNING_MEMORY = env_bool("LEARNING_MEMORY", True)
 LEARNING_MEMORY_CELL_MIN = env_int("LEARNING_MEMORY_CELL_MIN", 10, minimum=1)
+# When a document has no look-alikes, its source's own recent labels vote: the type its last
+# LEARNING_MEMORY_SOURCE_WINDOW clinician labels (at least LEARNING_MEMORY_SOURCE_MIN) all
+# carry, under the same trust record (0: no source vote).
+LEARNING_MEMORY_SOURCE_MIN = env_int("LEARNING_MEMORY_SOURCE_MIN", 3, minimum=1)
+LEARNING_MEMORY_SOURCE_WINDOW = env_int("LEARNING_MEMORY_SOURCE_WINDOW", 20, minimum=0)
 # Learned waivers (reliability.waivers): an escalation code clinicians overruled on a source
 # this many times, and never upheld, stops escalating there while the source's memory is
 # trusted and thresholds are certified; never a safety code or a BLOCKER.

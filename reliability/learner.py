@@ -84,6 +84,10 @@ class Settings:
     memory: bool = True  # the exemplar memory (engine.exemplars)
     memory_k: int = 3
     memory_min_similarity: float = 0.35
+    # The source's own vote when no look-alikes vote (engine.exemplars): its last
+    # ``memory_source_window`` labels (at least ``memory_source_min``) all of one type.
+    memory_source_min: int = 3
+    memory_source_window: int = 20
 
 
 @dataclass
@@ -146,6 +150,8 @@ class Learner:
             words_vectorizer(model),
             k=self.settings.memory_k,
             min_similarity=self.settings.memory_min_similarity,
+            source_min=self.settings.memory_source_min,
+            source_window=self.settings.memory_source_window,
         )
         for r in records:
             if r.clinician:

@@ -75,6 +75,8 @@ def learner_settings() -> Settings:
         folds=settings.LEARNING_FOLDS,
         calibration_max=settings.LEARNING_CALIBRATION_MAX,
         gate_confirm_confidence=settings.GATE_CONFIRM_CONFIDENCE,
+        memory_source_min=settings.LEARNING_MEMORY_SOURCE_MIN,
+        memory_source_window=settings.LEARNING_MEMORY_SOURCE_WINDOW,
     )
 
 
