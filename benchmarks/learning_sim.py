@@ -454,11 +454,12 @@ def _remember(learner: Learner, state: State, doc: Example, label: str, result: 
     vote = state.memory.vote(doc.text, doc.source, exclude=(doc.key,))
     agreed = vote.label()
     weight = 1.0
-    if agreed is not None:
+    if agreed is not None and agreed != label and (result is None or result.predicted != label):
+        weight = 0.5
+    # A near-duplicate collapsed into one remembered is no new test of the memory: a flood of
+    # copies confirms a vote once, as production's replay (ExemplarMemory.trust) counts it.
+    if state.memory.add(doc.key, doc.text, label, doc.source, weight=weight) and agreed:
         state.cells.setdefault(doc.source, CellTrust()).record(agreed=agreed == label, key=doc.key)
-        if agreed != label and (result is None or result.predicted != label):
-            weight = 0.5
-    state.memory.add(doc.key, doc.text, label, doc.source, weight=weight)
 
 
 def targets_met(summary: dict[str, Any]) -> dict[str, bool]:
