@@ -294,10 +294,18 @@ def certify(
     raise ValueError(f"Unknown risk-control method {method!r}; choose one of {METHODS}.")
 
 
+def documents_to_certify(*, method: str, alpha: float, delta: float) -> int:
+    """The fewest documents the chain would accept, all right, with which ``method`` can
+    certify anything: 1/alpha - 1 for conformal risk control (199 at 0.005), since
+    (n * 0 + 1) / (n + 1) <= alpha needs n + 1 >= 1/alpha; ``minimum_documents`` for
+    Learn then Test (460 at 0.005 and delta 0.1)."""
+    return minimum_documents(alpha, delta) if method == "ltt" else math.ceil(1 / alpha) - 1
+
+
 def enough(records: Sequence[Calibration], *, method: str, alpha: float, delta: float) -> bool:
     """Whether a stratum has enough documents the chain would accept for a certificate to
     be possible at all (with no error among them)."""
-    need = minimum_documents(alpha, delta) if method == "ltt" else math.ceil(1 / alpha) - 1
+    need = documents_to_certify(method=method, alpha=alpha, delta=delta)
     return sum(1 for r in records if r.accepted) >= need
 
 

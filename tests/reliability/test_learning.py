@@ -101,6 +101,30 @@ def test_new_clinician_labels_make_an_attempt_due(settings):
     assert learning.learning_due() == ""
 
 
+def test_an_attempt_is_due_when_the_labels_first_reach_the_count_a_certificate_needs(settings):
+    """Nothing is certified below 1/alpha - 1 labels (crc): the attempt that can certify the
+    first threshold is due as the labels reach that count, not at the next
+    LEARNING_EVERY_LABELS."""
+    settings.LEARNING = True
+    settings.LEARNING_EVERY_LABELS = 1_000
+    settings.RISK_METHOD = "crc"
+    ground_truth(records(5))
+    labels = learning.clinician_labels()
+    settings.TARGET_ACCEPTED_ERROR = 1 / (labels + 1) + 1e-9  # certifiable from ``labels``
+    assert learning.certifiable_from() == labels
+    attempt = LearningAttempt.objects.create(
+        trigger="schedule", status=LearningAttempt.Status.COMPLETED, clinician_labels=labels - 1
+    )
+    assert learning.learning_due() == LearningAttempt.Trigger.LABELS
+    attempt.clinician_labels = labels  # the last attempt had them already: once only
+    attempt.save(update_fields=["clinician_labels"])
+    assert learning.learning_due() == ""
+    attempt.clinician_labels = labels - 1
+    attempt.save(update_fields=["clinician_labels"])
+    settings.TARGET_ACCEPTED_ERROR = 1 / (labels + 2) + 1e-9  # one label short
+    assert learning.learning_due() == ""
+
+
 def test_a_pinned_model_stays_active_and_a_rollback_is_certified_again(settings, admin_user):
     ground_truth(records(20))
     first = attempt_now()
