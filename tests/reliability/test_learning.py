@@ -373,6 +373,49 @@ def test_a_clinicians_label_reaches_the_next_look_alikes_run_without_a_retrain(s
     assert other.learning["exemplar"]["neighbours"] == []
 
 
+def test_a_senders_forms_that_are_not_look_alikes_get_the_sources_vote_on_the_run_path(settings):
+    """Production's run path reads the same vote as bench_learning: forms of one sender that
+    are not look-alikes of each other get the type its last labels all carry; one label of
+    another type silences it; LEARNING_MEMORY_SOURCE_WINDOW=0 turns it off."""
+    ground_truth(records(20))
+    attempt_now()
+    forms = [
+        "Requisition for cytology: patient name, date of birth, insurance, ordering physician.",
+        "Consent to release medical records, signature of patient or guardian, witness.",
+        "Billing statement: amount due, account number, remit payment to the address below.",
+        "Specimen tracking log: courier, received at, temperature, clerk initials.",
+    ]
+    for i, text in enumerate(forms[:3]):
+        GroundTruth.objects.create(
+            document=_from("lab-forms", text, key=f"f-{i}"),
+            source=GroundTruth.Source.SME_VALIDATED,
+            dominant_type="other",
+            classification={},
+        )
+
+    def vote(key: str) -> dict:
+        run = services.run_start(document=_from("lab-forms", forms[3], key=key))
+        run.refresh_from_db()
+        return run.learning["exemplar"]
+
+    found = vote("f-new")
+    assert found["scope"] == "source" and found["enough"] is True
+    assert {n[1] for n in found["neighbours"]} == {"other"}
+    assert found["trusted"] is False  # three labels: no confirmed vote yet
+    settings.LEARNING_MEMORY_SOURCE_WINDOW = 0
+    learning._memory.clear()  # the memory is rebuilt with the setting
+    assert vote("f-off")["enough"] is False
+    settings.LEARNING_MEMORY_SOURCE_WINDOW = 20
+    learning._memory.clear()
+    GroundTruth.objects.create(
+        document=_from("lab-forms", "Fax cover sheet: to, from, pages.", key="f-odd"),
+        source=GroundTruth.Source.SME_VALIDATED,
+        dominant_type="pathology",
+        classification={},
+    )
+    assert vote("f-mixed")["enough"] is False
+
+
 def test_the_decision_that_certifies_a_source_is_recorded_and_shown_on_its_packet_page(
     settings, client, reviewer, other_reviewer, admin_user
 ):
