@@ -26,8 +26,8 @@ lowers the score of a document the classifier gives another type. A poisoner who
 document of a source with one type can therefore only hold the classifier's other answers
 back, never make a type the classifier does not give accepted. Unlike look-alikes, it does
 not lift the novelty check (engine.acceptance): it says what the source sends, not that this
-document is like one a clinician saw. The window makes it "all one
-kind": one label of another type among the last ``source_window`` silences it.
+document is like one a clinician saw. The window makes it "all one kind": one label of
+another type among the last ``source_window`` silences it.
 
 Each exemplar carries a weight (the reviewer's, reliability.learner): a label the label-error
 check doubts, or one from a reviewer whose labels audits overruled, weighs less, and a weight
