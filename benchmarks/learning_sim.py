@@ -356,6 +356,7 @@ def simulate(
             method=learner.settings.method,
             alpha=learner.settings.alpha,
             delta=learner.settings.delta,
+            small_sample=learner.settings.small_sample,
         )
         due = more >= options.learn_every or state.labels_at_last < need <= labels_now
         if options.learn_every and due and start + options.batch < len(stream):

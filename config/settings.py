@@ -619,6 +619,10 @@ RISK_CONTROL = env_bool("RISK_CONTROL", True)
 TARGET_ACCEPTED_ERROR = env_float("TARGET_ACCEPTED_ERROR", 0.005)
 RISK_DELTA = env_float("RISK_DELTA", 0.1)
 RISK_METHOD = env_str("RISK_METHOD", "crc")
+# With crc, below 199 labels (1/alpha - 1): certify the preset strictest threshold (0.96) when
+# none of at least 74 labelled documents is accepted and wrong there, which bounds the expected
+# accepted error by alpha if documents are i.i.d. (crc itself assumes only exchangeability).
+RISK_SMALL_SAMPLE = env_bool("RISK_SMALL_SAMPLE", False)
 if RISK_METHOD not in ("ltt", "crc"):
     raise ImproperlyConfigured(f"RISK_METHOD={RISK_METHOD!r}: use ltt or crc.")
 if not 0 < TARGET_ACCEPTED_ERROR < 1 or not 0 < RISK_DELTA < 1:

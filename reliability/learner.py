@@ -88,6 +88,9 @@ class Settings:
     # ``memory_source_window`` labels (at least ``memory_source_min``) all of one type.
     memory_source_min: int = 3
     memory_source_window: int = 20
+    # RISK_SMALL_SAMPLE: below 1/alpha - 1 labels, the zero-error rule at the preset strictest
+    # threshold (engine.risk.conformal_threshold; i.i.d. documents).
+    small_sample: bool = False
 
 
 @dataclass
@@ -354,7 +357,12 @@ class Learner:
     def thresholds_from(self, calibration: Sequence[Calibration]) -> ThresholdTable:
         s = self.settings
         return certify_all(
-            calibration, method=s.method, alpha=s.alpha, delta=s.delta, per_source=s.per_source
+            calibration,
+            method=s.method,
+            alpha=s.alpha,
+            delta=s.delta,
+            per_source=s.per_source,
+            small_sample=s.small_sample,
         )
 
 

@@ -77,6 +77,7 @@ def learner_settings() -> Settings:
         gate_confirm_confidence=settings.GATE_CONFIRM_CONFIDENCE,
         memory_source_min=settings.LEARNING_MEMORY_SOURCE_MIN,
         memory_source_window=settings.LEARNING_MEMORY_SOURCE_WINDOW,
+        small_sample=settings.RISK_SMALL_SAMPLE,
     )
 
 
@@ -143,7 +144,10 @@ def certifiable_from() -> int:
     """Clinician labels from which the configured method can certify a threshold at all
     (engine.risk.documents_to_certify)."""
     return documents_to_certify(
-        method=settings.RISK_METHOD, alpha=settings.TARGET_ACCEPTED_ERROR, delta=settings.RISK_DELTA
+        method=settings.RISK_METHOD,
+        alpha=settings.TARGET_ACCEPTED_ERROR,
+        delta=settings.RISK_DELTA,
+        small_sample=settings.RISK_SMALL_SAMPLE,
     )
 
 

@@ -126,6 +126,12 @@ class Command(BaseCommand):
         parser.add_argument("--waiver-after", type=int, default=10)
         parser.add_argument("--cell-min", type=int, default=10)
         parser.add_argument(
+            "--small-sample",
+            action="store_true",
+            default=settings.RISK_SMALL_SAMPLE,
+            help="below 1/alpha - 1 labels, the zero-error rule at the preset 0.96 (i.i.d.)",
+        )
+        parser.add_argument(
             "--source-window",
             type=int,
             default=settings.LEARNING_MEMORY_SOURCE_WINDOW,
@@ -186,6 +192,7 @@ class Command(BaseCommand):
             gate_confirm_confidence=settings.GATE_CONFIRM_CONFIDENCE,
             memory_source_min=settings.LEARNING_MEMORY_SOURCE_MIN,
             memory_source_window=options["source_window"],
+            small_sample=options["small_sample"],
         )
         orders = ["fifo", "learning"] if options["compare_order"] else [options["order"]]
         if options["compare_order"] and not options["review_budget"]:
