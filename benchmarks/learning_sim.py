@@ -25,7 +25,7 @@ from typing import Any
 from engine.classifiers import trained
 from engine.exemplars import CellTrust
 from engine.novelty import NoveltyIndex
-from engine.risk import ALL, ThresholdTable
+from engine.risk import ALL, ThresholdTable, documents_to_certify
 from reliability import training
 from reliability.learner import (
     SAFETY_CODES,
@@ -348,12 +348,18 @@ def simulate(
             f"({rate:6.1%}), accepted {accepted:>3}, wrong {wrong}, novel {novel}, "
             f"model {state.version}, reviews so far {reviews}"
         )
-        more = state.clinician_labels() - state.labels_at_last
-        if (
-            options.learn_every
-            and more >= options.learn_every
-            and start + options.batch < len(stream)
-        ):
+        labels_now = state.clinician_labels()
+        more = labels_now - state.labels_at_last
+        # As reliability.learning.learning_due: every ``learn_every`` labels, and once when the
+        # labels first reach the count from which a certificate can exist at all.
+        need = documents_to_certify(
+            method=learner.settings.method,
+            alpha=learner.settings.alpha,
+            delta=learner.settings.delta,
+            small_sample=learner.settings.small_sample,
+        )
+        due = more >= options.learn_every or state.labels_at_last < need <= labels_now
+        if options.learn_every and due and start + options.batch < len(stream):
             learn(learner, state, options, log)
     total = len(stream)
     quarter = max(1, total // 4)
@@ -454,11 +460,12 @@ def _remember(learner: Learner, state: State, doc: Example, label: str, result: 
     vote = state.memory.vote(doc.text, doc.source, exclude=(doc.key,))
     agreed = vote.label()
     weight = 1.0
-    if agreed is not None:
+    if agreed is not None and agreed != label and (result is None or result.predicted != label):
+        weight = 0.5
+    # A near-duplicate collapsed into one remembered is no new test of the memory: a flood of
+    # copies confirms a vote once, as production's replay (ExemplarMemory.trust) counts it.
+    if state.memory.add(doc.key, doc.text, label, doc.source, weight=weight) and agreed:
         state.cells.setdefault(doc.source, CellTrust()).record(agreed=agreed == label, key=doc.key)
-        if agreed != label and (result is None or result.predicted != label):
-            weight = 0.5
-    state.memory.add(doc.key, doc.text, label, doc.source, weight=weight)
 
 
 def targets_met(summary: dict[str, Any]) -> dict[str, bool]:

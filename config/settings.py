@@ -599,6 +599,11 @@ LEARNING_MAX_JOB_TRIES = env_int("LEARNING_MAX_JOB_TRIES", 2, minimum=1)
 # unanimous votes were confirmed by clinicians since the last contradiction.
 LEARNING_MEMORY = env_bool("LEARNING_MEMORY", True)
 LEARNING_MEMORY_CELL_MIN = env_int("LEARNING_MEMORY_CELL_MIN", 10, minimum=1)
+# When a document has no look-alikes, its source's own recent labels vote: the type its last
+# LEARNING_MEMORY_SOURCE_WINDOW clinician labels (at least LEARNING_MEMORY_SOURCE_MIN) all
+# carry, under the same trust record (0: no source vote).
+LEARNING_MEMORY_SOURCE_MIN = env_int("LEARNING_MEMORY_SOURCE_MIN", 3, minimum=1)
+LEARNING_MEMORY_SOURCE_WINDOW = env_int("LEARNING_MEMORY_SOURCE_WINDOW", 20, minimum=0)
 # Learned waivers (reliability.waivers): an escalation code clinicians overruled on a source
 # this many times, and never upheld, stops escalating there while the source's memory is
 # trusted and thresholds are certified; never a safety code or a BLOCKER.
@@ -614,6 +619,10 @@ RISK_CONTROL = env_bool("RISK_CONTROL", True)
 TARGET_ACCEPTED_ERROR = env_float("TARGET_ACCEPTED_ERROR", 0.005)
 RISK_DELTA = env_float("RISK_DELTA", 0.1)
 RISK_METHOD = env_str("RISK_METHOD", "crc")
+# With crc, below 199 labels (1/alpha - 1): certify the preset strictest threshold (0.96) when
+# none of at least 74 labelled documents is accepted and wrong there, which bounds the expected
+# accepted error by alpha if documents are i.i.d. (crc itself assumes only exchangeability).
+RISK_SMALL_SAMPLE = env_bool("RISK_SMALL_SAMPLE", False)
 if RISK_METHOD not in ("ltt", "crc"):
     raise ImproperlyConfigured(f"RISK_METHOD={RISK_METHOD!r}: use ltt or crc.")
 if not 0 < TARGET_ACCEPTED_ERROR < 1 or not 0 < RISK_DELTA < 1:

@@ -27,8 +27,15 @@ def verify(output: ClassificationOutput, context: DocumentContext) -> list[Issue
     doc_type = output.dominant_type_overall.value
     vote = context.exemplar
     # Look-alikes a clinician labelled with this very type since the reference was built: the
-    # kind has been seen, so novelty no longer stands in for a clinician.
-    seen_since = vote is not None and vote.trusted and vote.score(doc_type) >= 0.999
+    # kind has been seen, so novelty no longer stands in for a clinician. The source's own vote
+    # (no look-alikes) does not: it says what the source sends, not that this document is like
+    # any a clinician saw.
+    seen_since = (
+        vote is not None
+        and vote.trusted
+        and vote.scope == "neighbours"
+        and vote.score(doc_type) >= 0.999
+    )
     if novelty is not None and novelty.novel and not seen_since:
         issues.append(
             make_issue(

@@ -15,6 +15,20 @@ from one sender", and its look-alikes are where a decision should count first; w
 share is the certified threshold on the combined score (engine.risk), computed over every
 source together.
 
+**The source's vote** (a fallback, ``scope`` "source"): a source whose documents are not
+look-alikes of each other but are all one kind (forms of one lab, one practice's letters)
+never gives ``k`` neighbours at ``min_similarity``, so the look-alikes never vote. When they
+do not, the source's own recent labels vote instead: if its last ``source_window`` clinician
+labels (all of them when it has fewer, at least ``source_min``) all carry one type, that type
+is the vote. ``combined_score`` treats it as any unanimous vote: it raises a score only when
+it is the classifier's own type and the source's trust record (``CellTrust``) allows, and it
+lowers the score of a document the classifier gives another type. A poisoner who labels every
+document of a source with one type can therefore only hold the classifier's other answers
+back, never make a type the classifier does not give accepted. Unlike look-alikes, it does
+not lift the novelty check (engine.acceptance): it says what the source sends, not that this
+document is like one a clinician saw. The window makes it "all one kind": one label of
+another type among the last ``source_window`` silences it.
+
 Each exemplar carries a weight (the reviewer's, reliability.learner): a label the label-error
 check doubts, or one from a reviewer whose labels audits overruled, weighs less, and a weight
 of 0 removes it. Near-duplicates are collapsed (an exemplar within ``duplicate_similarity`` of
@@ -36,6 +50,8 @@ MAX_CHARS = 8_000
 K = 3
 MIN_SIMILARITY = 0.35
 DUPLICATE_SIMILARITY = 0.97
+SOURCE_MIN = 3  # labels before the source's own vote counts
+SOURCE_WINDOW = 20  # the source's recent labels that must all agree (0: no source vote)
 
 
 @dataclass(frozen=True)
@@ -49,6 +65,9 @@ class ExemplarVote:
     # Whether the source's memory has earned trust (``CellTrust``): until then it may only
     # hold a document back (a disagreement), never let one through.
     trusted: bool = True
+    # "neighbours": the k look-alikes voted; "source": none did, and the source's recent
+    # labels, all of one type, voted instead (the neighbours are those labels).
+    scope: str = "neighbours"
 
     def support(self, predicted: str) -> float:
         """The weighted share of the neighbours that carry ``predicted``."""
@@ -68,6 +87,7 @@ class ExemplarVote:
         return {
             "neighbours": [[k, label, round(s, 4), w] for k, label, s, w in self.neighbours],
             "enough": self.enough,
+            "scope": self.scope,
         }
 
 
@@ -134,11 +154,15 @@ class ExemplarMemory:
         k: int = K,
         min_similarity: float = MIN_SIMILARITY,
         duplicate_similarity: float = DUPLICATE_SIMILARITY,
+        source_min: int = SOURCE_MIN,
+        source_window: int = SOURCE_WINDOW,
     ) -> None:
         self.vectorizer = vectorizer
         self.k = k
         self.min_similarity = min_similarity
         self.duplicate_similarity = duplicate_similarity
+        self.source_min = max(1, source_min)
+        self.source_window = source_window
         # per source: keys, labels, weights and the stacked rows
         self._keys: dict[str, list[str]] = {}
         self._labels: dict[str, list[str]] = {}
@@ -200,13 +224,29 @@ class ExemplarMemory:
         labels, weights = self._labels[source], self._weights[source]
         sims = np.asarray((rows @ rows.T).todense())
         for i in range(rows.shape[0]):
-            before = [j for j in np.argsort(-sims[i, :i]) if weights[int(j)] > 0][: self.k]
-            if len(before) < self.k or min(sims[i, j] for j in before) < self.min_similarity:
+            if weights[i] <= 0:
                 continue
-            voted = {labels[int(j)] for j in before}
-            if len(voted) == 1 and weights[i] > 0:
+            before = [j for j in np.argsort(-sims[i, :i]) if weights[int(j)] > 0][: self.k]
+            if len(before) >= self.k and min(sims[i, j] for j in before) >= self.min_similarity:
+                voted = {labels[int(j)] for j in before}
+            else:
+                run = self._source_run(source, [weights[j] > 0 for j in range(i)])
+                voted = {labels[run[0]]} if run else set()
+            if len(voted) == 1:
                 record.record(agreed=voted == {labels[i]}, key=self._keys[source][i])
         return record
+
+    def _source_run(self, source: str, usable: Sequence[bool]) -> list[int]:
+        """The source's vote when its look-alikes give none: the indices of its last
+        ``source_window`` usable labels (of those before ``len(usable)``), when there are at
+        least ``source_min`` and they all carry one type; else empty."""
+        if self.source_window <= 0:
+            return []
+        labels = self._labels[source]
+        recent = [i for i, ok in enumerate(usable) if ok][-self.source_window :]
+        if len(recent) < self.source_min or len({labels[i] for i in recent}) != 1:
+            return []
+        return recent
 
     def label_of(self, key: str) -> str | None:
         if key not in self._where:
@@ -233,6 +273,15 @@ class ExemplarMemory:
         keys, labels = self._keys[source], self._labels[source]
         neighbours = [(keys[i], labels[i], float(sims[i]), weights[i]) for i in order]
         enough = len(order) >= self.k and all(s >= self.min_similarity for *_, s, _ in neighbours)
+        if not enough:
+            run = self._source_run(source, [bool(u) for u in usable])
+            if run:
+                return ExemplarVote(
+                    neighbours=[(keys[i], labels[i], float(sims[i]), weights[i]) for i in run],
+                    enough=True,
+                    trusted=trusted,
+                    scope="source",
+                )
         return ExemplarVote(neighbours=neighbours, enough=enough, trusted=trusted)
 
 

@@ -232,6 +232,22 @@ def ltt_threshold(
     )
 
 
+def zero_error_worst(n: int) -> float:
+    """The largest expected loss of the rule "accept at one threshold fixed in advance when
+    none of ``n`` i.i.d. calibration documents is accepted and wrong there, else accept
+    nothing": max over q of q (1 - q)^n, at q = 1 / (n + 1)."""
+    return (1 / (n + 1)) * (n / (n + 1)) ** n
+
+
+def zero_error_documents(alpha: float) -> int:
+    """The fewest calibration documents with which the zero-error rule keeps the expected
+    share accepted wrongly at most ``alpha``: 73 for 0.005 (conformal risk control: 199)."""
+    n = 1
+    while zero_error_worst(n) > alpha:
+        n += 1
+    return n
+
+
 def conformal_threshold(
     records: Sequence[Calibration],
     *,
@@ -239,10 +255,20 @@ def conformal_threshold(
     doc_type: str = ALL,
     source: str = ALL,
     thresholds: Sequence[float] = THRESHOLDS,
+    small_sample: bool = False,
 ) -> RiskThreshold:
     """Conformal risk control of the loss "accepted and wrong" (bounded by 1, monotone in
     the threshold): the loosest threshold of the sequence with
-    (n R(t) + 1) / (n + 1) <= alpha, which keeps E[accepted and wrong] <= alpha."""
+    (n R(t) + 1) / (n + 1) <= alpha, which keeps E[accepted and wrong] <= alpha.
+
+    ``small_sample`` (RISK_SMALL_SAMPLE): with fewer documents than conformal risk control
+    can ever certify with (1/alpha - 1), the strictest threshold of the sequence, fixed in
+    advance, is certified when none of the n documents is accepted and wrong there and n is
+    at least ``zero_error_documents(alpha)``. Its expected loss is q (1 - q)^n <= alpha for
+    every q when documents are i.i.d. (the assumption Learn then Test's binomial test makes
+    too; conformal risk control assumes only exchangeability, whose worst case, one bad
+    document among n + 1, is why it needs 1/alpha - 1). Which rule applies depends on n
+    alone, so each keeps its own guarantee."""
     n = len(records)
     chosen: float | None = None
     chosen_counts = (0, 0)
@@ -255,6 +281,25 @@ def conformal_threshold(
         if risk > alpha:
             break
         chosen, chosen_counts = threshold, (accepted, errors)
+    if small_sample and thresholds and (n + 1) * alpha < 1 and n >= zero_error_documents(alpha):
+        accepted, errors = counts(thresholds[0])
+        if errors == 0:
+            return RiskThreshold(
+                doc_type=doc_type,
+                source=source,
+                method="crc",
+                threshold=thresholds[0],
+                alpha=alpha,
+                delta=0.0,
+                calibration=n,
+                candidates=sum(1 for r in records if r.accepted),
+                accepted=accepted,
+                errors=0,
+                bound=round(zero_error_worst(n), 6),
+                p_value=0.0,
+                reason=f"no error in {accepted} accepted of {n} at the preset {thresholds[0]:g}",
+                curve=curve,
+            )
     accepted, errors = chosen_counts
     return RiskThreshold(
         doc_type=doc_type,
@@ -286,18 +331,33 @@ def certify(
     delta: float,
     doc_type: str = ALL,
     source: str = ALL,
+    small_sample: bool = False,
 ) -> RiskThreshold:
     if method == "crc":
-        return conformal_threshold(records, alpha=alpha, doc_type=doc_type, source=source)
+        return conformal_threshold(
+            records, alpha=alpha, doc_type=doc_type, source=source, small_sample=small_sample
+        )
     if method == "ltt":
         return ltt_threshold(records, alpha=alpha, delta=delta, doc_type=doc_type, source=source)
     raise ValueError(f"Unknown risk-control method {method!r}; choose one of {METHODS}.")
 
 
+def documents_to_certify(
+    *, method: str, alpha: float, delta: float, small_sample: bool = False
+) -> int:
+    """The fewest documents the chain would accept, all right, with which ``method`` can
+    certify anything: 1/alpha - 1 for conformal risk control (199 at 0.005), since
+    (n * 0 + 1) / (n + 1) <= alpha needs n + 1 >= 1/alpha; ``minimum_documents`` for
+    Learn then Test (460 at 0.005 and delta 0.1)."""
+    if method == "ltt":
+        return minimum_documents(alpha, delta)
+    return zero_error_documents(alpha) if small_sample else math.ceil(1 / alpha) - 1
+
+
 def enough(records: Sequence[Calibration], *, method: str, alpha: float, delta: float) -> bool:
     """Whether a stratum has enough documents the chain would accept for a certificate to
     be possible at all (with no error among them)."""
-    need = minimum_documents(alpha, delta) if method == "ltt" else math.ceil(1 / alpha) - 1
+    need = documents_to_certify(method=method, alpha=alpha, delta=delta)
     return sum(1 for r in records if r.accepted) >= need
 
 
@@ -333,12 +393,17 @@ def certify_all(
     alpha: float,
     delta: float,
     per_source: bool = True,
+    small_sample: bool = False,
 ) -> ThresholdTable:
     """Certify over every type together, each type that has enough documents of its own,
-    and each (type, source) that has enough (``enough``)."""
+    and each (type, source) that has enough (``enough``). ``small_sample``: the stratum of
+    every type may be certified by the zero-error rule (``conformal_threshold``) below the
+    count conformal risk control needs."""
     records = list(records)
     entries: dict[tuple[str, str], RiskThreshold] = {
-        (ALL, ALL): certify(records, method=method, alpha=alpha, delta=delta)
+        (ALL, ALL): certify(
+            records, method=method, alpha=alpha, delta=delta, small_sample=small_sample
+        )
     }
     by_type: dict[str, list[Calibration]] = {}
     for r in records:
@@ -377,4 +442,6 @@ __all__ = [
     "enough",
     "ltt_threshold",
     "minimum_documents",
+    "zero_error_documents",
+    "zero_error_worst",
 ]

@@ -84,6 +84,13 @@ class Settings:
     memory: bool = True  # the exemplar memory (engine.exemplars)
     memory_k: int = 3
     memory_min_similarity: float = 0.35
+    # The source's own vote when no look-alikes vote (engine.exemplars): its last
+    # ``memory_source_window`` labels (at least ``memory_source_min``) all of one type.
+    memory_source_min: int = 3
+    memory_source_window: int = 20
+    # RISK_SMALL_SAMPLE: below 1/alpha - 1 labels, the zero-error rule at the preset strictest
+    # threshold (engine.risk.conformal_threshold; i.i.d. documents).
+    small_sample: bool = False
 
 
 @dataclass
@@ -146,6 +153,8 @@ class Learner:
             words_vectorizer(model),
             k=self.settings.memory_k,
             min_similarity=self.settings.memory_min_similarity,
+            source_min=self.settings.memory_source_min,
+            source_window=self.settings.memory_source_window,
         )
         for r in records:
             if r.clinician:
@@ -348,7 +357,12 @@ class Learner:
     def thresholds_from(self, calibration: Sequence[Calibration]) -> ThresholdTable:
         s = self.settings
         return certify_all(
-            calibration, method=s.method, alpha=s.alpha, delta=s.delta, per_source=s.per_source
+            calibration,
+            method=s.method,
+            alpha=s.alpha,
+            delta=s.delta,
+            per_source=s.per_source,
+            small_sample=s.small_sample,
         )
 
 

@@ -36,7 +36,7 @@ from engine import pipeline
 from engine.classifiers.trained import TrainedClassifier
 from engine.exemplars import CellTrust, ExemplarMemory, ExemplarVote
 from engine.novelty import Novelty, NoveltyIndex
-from engine.risk import ALL, RiskThreshold, ThresholdTable
+from engine.risk import ALL, RiskThreshold, ThresholdTable, documents_to_certify
 from reliability import hooks, training
 from reliability.jobs import LEARN
 from reliability.learner import (
@@ -75,6 +75,9 @@ def learner_settings() -> Settings:
         folds=settings.LEARNING_FOLDS,
         calibration_max=settings.LEARNING_CALIBRATION_MAX,
         gate_confirm_confidence=settings.GATE_CONFIRM_CONFIDENCE,
+        memory_source_min=settings.LEARNING_MEMORY_SOURCE_MIN,
+        memory_source_window=settings.LEARNING_MEMORY_SOURCE_WINDOW,
+        small_sample=settings.RISK_SMALL_SAMPLE,
     )
 
 
@@ -128,9 +131,24 @@ def learning_due(*, now: datetime | None = None) -> str:
         return LearningAttempt.Trigger.SCHEDULE if labels else ""
     if labels - last.clinician_labels >= settings.LEARNING_EVERY_LABELS:
         return LearningAttempt.Trigger.LABELS
+    if last.clinician_labels < certifiable_from() <= labels:
+        # The labels just reached the count from which a certificate can exist at all: an
+        # attempt now, not at the next LEARNING_EVERY_LABELS (everything waits for it).
+        return LearningAttempt.Trigger.LABELS
     if now - last.created_at >= timedelta(hours=settings.LEARNING_INTERVAL_HOURS):
         return LearningAttempt.Trigger.SCHEDULE
     return ""
+
+
+def certifiable_from() -> int:
+    """Clinician labels from which the configured method can certify a threshold at all
+    (engine.risk.documents_to_certify)."""
+    return documents_to_certify(
+        method=settings.RISK_METHOD,
+        alpha=settings.TARGET_ACCEPTED_ERROR,
+        delta=settings.RISK_DELTA,
+        small_sample=settings.RISK_SMALL_SAMPLE,
+    )
 
 
 def learning_schedule(*, trigger: str = "", user: Any = None) -> LearningAttempt | None:

@@ -3,14 +3,14 @@ acceptance score at once, per source, and cannot be flooded or turned by one lab
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from engine.document import DocumentContext
 from engine.exemplars import CellTrust, ExemplarMemory, ExemplarVote, combined_score
 from engine.novelty import Novelty
-from engine.schemas import Decision
+from engine.schemas import DOC_TYPES, Decision
 from tests.engine.test_risk import RADIOLOGY, _run, _threshold
 
 WORDS = [
@@ -60,11 +60,16 @@ def test_three_look_alikes_labelled_alike_make_a_unanimous_vote():
     assert not fewer.vote(LAB.format(n=9), "lab-a").enough
 
 
-def test_an_unlike_document_gets_no_vote():
+def test_an_unlike_document_gets_no_look_alike_vote_only_its_sources():
+    alone = _memory(k=3, min_similarity=0.3, source_window=0)
     memory = _memory(k=3, min_similarity=0.3)
     for i in range(3):
+        alone.add(f"p{i}", LAB.format(n=i), "pathology", "lab-a")
         memory.add(f"p{i}", LAB.format(n=i), "pathology", "lab-a")
-    assert not memory.vote(OTHER.format(n=1), "lab-a").enough
+    assert not alone.vote(OTHER.format(n=1), "lab-a").enough
+    vote = memory.vote(OTHER.format(n=1), "lab-a")
+    assert vote.scope == "source" and vote.label() == "pathology"
+    assert vote.as_dict()["scope"] == "source"
 
 
 def test_a_correction_lowers_the_score_of_the_next_look_alike_at_once():
@@ -180,3 +185,119 @@ def test_the_replayed_record_counts_each_label_against_the_labels_before_it():
     replayed = memory.trust("lab-a")
     assert (replayed.confirmed, replayed.contradicted) == (5, 1)
     assert not replayed.trusted(1)
+
+
+# -- the source's own vote: a source whose documents are not look-alikes but all one kind ------
+
+FORMS = [
+    "Requisition for cytology: patient name, date of birth, insurance, ordering physician",
+    "Consent to release medical records, signature of patient or guardian, witness",
+    "Billing statement: amount due, account number, remit payment to the address below",
+    "Specimen tracking log: courier, received at, temperature, clerk initials",
+    "Fax cover sheet: to, from, pages including cover, confidentiality notice",
+    "Change of address notice: old street, new street, effective date, phone",
+]
+
+
+def _forms_memory(**kwargs: float | int) -> ExemplarMemory:
+    vectorizer = TfidfVectorizer().fit(FORMS + [LAB.format(n=i) for i in range(10)])
+    return ExemplarMemory(vectorizer, k=3, min_similarity=0.35, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_source_whose_labels_are_all_one_type_votes_when_no_look_alikes_do():
+    memory = _forms_memory(source_min=3, source_window=20)
+    memory.add("f0", FORMS[0], "other", "lab-forms")
+    memory.add("f1", FORMS[1], "other", "lab-forms")
+    assert not memory.vote(FORMS[4], "lab-forms").enough  # two labels: not yet
+    memory.add("f2", FORMS[2], "other", "lab-forms")
+    vote = memory.vote(FORMS[4], "lab-forms", trusted=True)
+    assert vote.enough and vote.scope == "source" and vote.label() == "other"
+    # The forms are not look-alikes: without the source's vote there is none.
+    assert all(s < 0.35 for _, _, s, _ in vote.neighbours)
+    # It raises only the classifier's own type, and only when the source is trusted.
+    assert combined_score(0.4, vote, "other") == 1.0
+    untrusted = memory.vote(FORMS[4], "lab-forms", trusted=False)
+    assert combined_score(0.4, untrusted, "other") == 0.4
+    # Another type from the classifier is held back (lowered), never raised.
+    assert combined_score(0.9, vote, "pathology") == 0.0
+    # Another source sees none of it.
+    assert not memory.vote(FORMS[4], "lab-other").enough
+
+
+def test_the_sources_vote_does_not_lift_novelty():
+    """It says what the source sends, not that this document is like one a clinician saw."""
+    novel = Novelty(similarity=0.02, p_value=0.004, novel=True)
+    neighbours = [(f"k{i}", "radiology", 0.1, 1.0) for i in range(3)]
+    table = _threshold("radiology", 0.9)
+    source = ExemplarVote(neighbours=neighbours, enough=True, scope="source")
+    held = _run(RADIOLOGY, novelty=novel, acceptance=table, exemplar=source)
+    assert held.decision == Decision.ESCALATE_TO_SME
+    assert {i.code for i in held.best.verification.issues} == {"novel_document"}
+    # Not novel: the same vote lifts the score over the threshold.
+    assert _run(RADIOLOGY, acceptance=table, exemplar=source).decision == Decision.AUTO_ACCEPT
+
+
+def test_one_label_of_another_type_in_the_window_silences_the_sources_vote():
+    memory = _forms_memory(source_min=3, source_window=4)
+    for i in range(4):
+        memory.add(f"f{i}", FORMS[i], "other", "lab-forms")
+    memory.add("x", FORMS[4], "pathology", "lab-forms")
+    assert not memory.vote(FORMS[5], "lab-forms").enough
+    for i in range(4):  # the window still holds the odd one out
+        memory.add(f"g{i}", LAB.format(n=i) + " form", "other", "lab-forms")
+        if i < 3:
+            assert memory.vote(FORMS[5], "lab-forms").scope != "source"
+    # Four labels of one type since: the window agrees again.
+    assert memory.vote(FORMS[5], "lab-forms").label() == "other"
+    # The look-alikes' vote comes first when there is one.
+    assert memory.vote(LAB.format(n=9) + " form", "lab-forms").scope == "neighbours"
+
+
+def test_the_trust_record_counts_the_sources_votes_and_one_contradiction_withdraws_it():
+    memory = _forms_memory(source_min=3, source_window=20)
+    texts = FORMS + [f"{form} copy {w}" for form, w in zip(FORMS, WORDS, strict=False)]
+    for i, text in enumerate(texts[:9]):
+        memory.add(f"f{i}", text, "other", "lab-forms")
+    record = memory.trust("lab-forms")
+    # The first three build the vote; each later label confirmed it.
+    assert (record.confirmed, record.contradicted) == (6, 0)
+    assert record.trusted(6) and not record.trusted(7)
+    memory.add("bad", texts[9], "pathology", "lab-forms")
+    withdrawn = memory.trust("lab-forms")
+    assert withdrawn.contradicted == 1 and not withdrawn.trusted(1)
+    off = _forms_memory(source_min=3, source_window=0)
+    for i, text in enumerate(texts[:9]):
+        off.add(f"f{i}", text, "other", "lab-forms")
+    assert off.trust("lab-forms").confirmed < record.confirmed
+
+
+_TYPES = [t.value for t in DOC_TYPES]
+_PLAIN = st.lists(st.sampled_from([*WORDS, "form", "date", "signature", "patient"]), max_size=12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    query=st.sampled_from([RADIOLOGY, [LAB.format(n=2)], [OTHER.format(n=3)], [FORMS[1]]]),
+    poison=st.sampled_from(_TYPES),
+    taught=st.lists(st.one_of(st.sampled_from(FORMS), _PLAIN.map(" ".join)), min_size=3),
+    threshold=st.floats(0.0, 1.0),
+    trusted=st.booleans(),
+)
+def test_a_poisoner_labelling_a_whole_source_one_type_never_gets_that_type_accepted(
+    query: list[str], poison: str, taught: list[str], threshold: float, trusted: bool
+) -> None:
+    """A reviewer labels every document of a source ``poison``, a type the classifier does
+    not give: whatever the memory's vote (look-alikes or the source's), the document is never
+    accepted as ``poison``, and the memory accepts nothing that the chain would not have
+    accepted without it."""
+    plain = _run(query, acceptance=_threshold("*", threshold))
+    predicted = plain.best.output.dominant_type_overall.value
+    assume(poison != predicted)
+    memory = _forms_memory(source_min=3, source_window=20)
+    for i, text in enumerate(taught):
+        memory.add(f"t{i}", text or "blank", poison, "poisoned")
+    vote = memory.vote("\n\n".join(query), "poisoned", trusted=trusted)
+    outcome = _run(query, acceptance=_threshold("*", threshold), exemplar=vote)
+    if outcome.decision == Decision.AUTO_ACCEPT:
+        assert outcome.best.output.dominant_type_overall.value != poison
+        assert plain.decision == Decision.AUTO_ACCEPT

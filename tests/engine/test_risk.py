@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine import pipeline
 from engine.classifiers.offline import OfflineClassifier
@@ -13,14 +15,18 @@ from engine.document import DocumentContext
 from engine.novelty import Novelty
 from engine.risk import (
     ALL,
+    THRESHOLDS,
     Calibration,
     RiskThreshold,
     ThresholdTable,
     certify_all,
     clopper_pearson_upper,
     conformal_threshold,
+    documents_to_certify,
     ltt_threshold,
     minimum_documents,
+    zero_error_documents,
+    zero_error_worst,
 )
 from engine.schemas import Decision
 
@@ -165,3 +171,41 @@ def test_a_document_not_seen_before_escalates_with_that_reason():
     assert outcome.decision == Decision.ESCALATE_TO_SME
     issue = next(i for i in outcome.best.verification.issues if i.code == "novel_document")
     assert issue.message.startswith("A kind of document not seen before")
+
+
+# -- the zero-error rule below what conformal risk control can certify (RISK_SMALL_SAMPLE) -----
+
+
+@given(alpha=st.floats(0.001, 0.2), q=st.floats(0.0, 1.0))
+def test_the_zero_error_rule_keeps_the_expected_accepted_error_at_most_alpha(
+    alpha: float, q: float
+) -> None:
+    """With n = zero_error_documents(alpha) i.i.d. documents, a document accepted and wrong at
+    the preset threshold with probability q passes the rule with probability (1 - q)^n and is
+    then accepted at risk q: q (1 - q)^n <= alpha whatever q, and n is the least such count,
+    never more than conformal risk control's 1/alpha - 1."""
+    n = zero_error_documents(alpha)
+    assert q * (1 - q) ** n <= zero_error_worst(n) + 1e-12 <= alpha + 1e-12
+    assert n == 1 or zero_error_worst(n - 1) > alpha
+    assert n <= math.ceil(1 / alpha) - 1
+
+
+def test_the_zero_error_rule_certifies_the_preset_threshold_from_74_documents_at_0_005():
+    def cal(n: int, wrong: int = 0) -> list[Calibration]:
+        return [Calibration("radiology", "a", 0.99, True, i >= wrong) for i in range(n)]
+
+    assert zero_error_documents(0.005) == 74
+    entry = conformal_threshold(cal(74), alpha=0.005, small_sample=True)
+    assert entry.threshold == THRESHOLDS[0] and entry.errors == 0
+    assert entry.bound <= 0.005 and "preset" in entry.reason
+    # One document fewer, one error, or the rule off: nothing is certified.
+    assert conformal_threshold(cal(73), alpha=0.005, small_sample=True).threshold is None
+    assert conformal_threshold(cal(80, wrong=1), alpha=0.005, small_sample=True).threshold is None
+    assert conformal_threshold(cal(80), alpha=0.005).threshold is None
+    # From 1/alpha - 1 documents conformal risk control decides, as without the rule.
+    plain = conformal_threshold(cal(300), alpha=0.005)
+    assert conformal_threshold(cal(300), alpha=0.005, small_sample=True) == plain
+    table = certify_all(cal(80), method="crc", alpha=0.005, delta=0.1, small_sample=True)
+    assert table.threshold("radiology") == THRESHOLDS[0]
+    assert documents_to_certify(method="crc", alpha=0.005, delta=0.1, small_sample=True) == 74
+    assert documents_to_certify(method="crc", alpha=0.005, delta=0.1) == 199

@@ -8,6 +8,9 @@ import random
 from io import StringIO
 
 from django.core.management import call_command
+from hypothesis import example, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from tests.reliability.test_trained_classifier import WORDS, text_for
 
@@ -62,3 +65,51 @@ def test_bench_learning_leaves_a_source_out_and_writes_the_curve(tmp_path, setti
     assert result["attempts"][0]["outcome"] == "activated"
     text = out.getvalue()
     assert "batch   1:" in text and "targets:" in text
+
+
+_FORMS = [
+    "Requisition for cytology: patient name, date of birth, insurance, ordering physician",
+    "Consent to release medical records, signature of patient or guardian, witness",
+    "Billing statement: amount due, account number, remit payment to the address below",
+    "Specimen tracking log: courier, received at, temperature, clerk initials",
+    "SURGICAL PATHOLOGY REPORT specimen colon biopsy diagnosis adenoma margin clear",
+    "SURGICAL PATHOLOGY REPORT specimen skin excision diagnosis nevus margin clear",
+    "SURGICAL PATHOLOGY REPORT specimen breast core diagnosis carcinoma margin involved",
+    "CHEST X-RAY two views: lungs clear, no effusion, heart size normal",
+]
+
+
+@given(
+    taught=st.lists(
+        st.tuples(st.sampled_from(range(len(_FORMS))), st.sampled_from(["other", "pathology"])),
+        max_size=30,
+    ),
+    window=st.sampled_from([0, 3, 20]),
+)
+@example(taught=[(4, "pathology"), (5, "pathology"), (6, "pathology"), (4, "pathology")], window=0)
+@hypothesis_settings(max_examples=60, deadline=None)
+def test_the_simulations_trust_record_is_the_production_replay(
+    taught: list[tuple[int, str]], window: int
+) -> None:
+    """The simulation keeps each source's record as labels arrive; production replays the
+    memory (ExemplarMemory.trust): for any sequence of labels, look-alikes or not, both count
+    the same votes confirmed and contradicted, and a near-duplicate collapsed into one
+    remembered confirms nothing."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from benchmarks.learning_sim import State, _remember
+    from engine.exemplars import ExemplarMemory
+    from reliability.learner import Example
+
+    memory = ExemplarMemory(
+        TfidfVectorizer().fit(_FORMS), k=3, min_similarity=0.35, source_window=window
+    )
+    state = State(memory=memory)
+    for i, (form, label) in enumerate(taught):
+        doc = Example(f"d{i}", label, [f"{_FORMS[form]} {i}"], source="lab")
+        _remember(None, state, doc, label, None)  # type: ignore[arg-type]
+    kept = state.cells.get("lab")
+    replayed = memory.trust("lab")
+    assert (replayed.confirmed, replayed.contradicted) == (
+        (kept.confirmed, kept.contradicted) if kept is not None else (0, 0)
+    )

@@ -101,6 +101,30 @@ def test_new_clinician_labels_make_an_attempt_due(settings):
     assert learning.learning_due() == ""
 
 
+def test_an_attempt_is_due_when_the_labels_first_reach_the_count_a_certificate_needs(settings):
+    """Nothing is certified below 1/alpha - 1 labels (crc): the attempt that can certify the
+    first threshold is due as the labels reach that count, not at the next
+    LEARNING_EVERY_LABELS."""
+    settings.LEARNING = True
+    settings.LEARNING_EVERY_LABELS = 1_000
+    settings.RISK_METHOD = "crc"
+    ground_truth(records(5))
+    labels = learning.clinician_labels()
+    settings.TARGET_ACCEPTED_ERROR = 1 / (labels + 1) + 1e-9  # certifiable from ``labels``
+    assert learning.certifiable_from() == labels
+    attempt = LearningAttempt.objects.create(
+        trigger="schedule", status=LearningAttempt.Status.COMPLETED, clinician_labels=labels - 1
+    )
+    assert learning.learning_due() == LearningAttempt.Trigger.LABELS
+    attempt.clinician_labels = labels  # the last attempt had them already: once only
+    attempt.save(update_fields=["clinician_labels"])
+    assert learning.learning_due() == ""
+    attempt.clinician_labels = labels - 1
+    attempt.save(update_fields=["clinician_labels"])
+    settings.TARGET_ACCEPTED_ERROR = 1 / (labels + 2) + 1e-9  # one label short
+    assert learning.learning_due() == ""
+
+
 def test_a_pinned_model_stays_active_and_a_rollback_is_certified_again(settings, admin_user):
     ground_truth(records(20))
     first = attempt_now()
@@ -347,6 +371,49 @@ def test_a_clinicians_label_reaches_the_next_look_alikes_run_without_a_retrain(s
     other = services.run_start(document=_from("clinic-y", text_for("radiology", rng), key="y-1"))
     other.refresh_from_db()
     assert other.learning["exemplar"]["neighbours"] == []
+
+
+def test_a_senders_forms_that_are_not_look_alikes_get_the_sources_vote_on_the_run_path(settings):
+    """Production's run path reads the same vote as bench_learning: forms of one sender that
+    are not look-alikes of each other get the type its last labels all carry; one label of
+    another type silences it; LEARNING_MEMORY_SOURCE_WINDOW=0 turns it off."""
+    ground_truth(records(20))
+    attempt_now()
+    forms = [
+        "Requisition for cytology: patient name, date of birth, insurance, ordering physician.",
+        "Consent to release medical records, signature of patient or guardian, witness.",
+        "Billing statement: amount due, account number, remit payment to the address below.",
+        "Specimen tracking log: courier, received at, temperature, clerk initials.",
+    ]
+    for i, text in enumerate(forms[:3]):
+        GroundTruth.objects.create(
+            document=_from("lab-forms", text, key=f"f-{i}"),
+            source=GroundTruth.Source.SME_VALIDATED,
+            dominant_type="other",
+            classification={},
+        )
+
+    def vote(key: str) -> dict:
+        run = services.run_start(document=_from("lab-forms", forms[3], key=key))
+        run.refresh_from_db()
+        return run.learning["exemplar"]
+
+    found = vote("f-new")
+    assert found["scope"] == "source" and found["enough"] is True
+    assert {n[1] for n in found["neighbours"]} == {"other"}
+    assert found["trusted"] is False  # three labels: no confirmed vote yet
+    settings.LEARNING_MEMORY_SOURCE_WINDOW = 0
+    learning._memory.clear()  # the memory is rebuilt with the setting
+    assert vote("f-off")["enough"] is False
+    settings.LEARNING_MEMORY_SOURCE_WINDOW = 20
+    learning._memory.clear()
+    GroundTruth.objects.create(
+        document=_from("lab-forms", "Fax cover sheet: to, from, pages.", key="f-odd"),
+        source=GroundTruth.Source.SME_VALIDATED,
+        dominant_type="pathology",
+        classification={},
+    )
+    assert vote("f-mixed")["enough"] is False
 
 
 def test_the_decision_that_certifies_a_source_is_recorded_and_shown_on_its_packet_page(

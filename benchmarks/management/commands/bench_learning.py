@@ -126,6 +126,18 @@ class Command(BaseCommand):
         parser.add_argument("--waiver-after", type=int, default=10)
         parser.add_argument("--cell-min", type=int, default=10)
         parser.add_argument(
+            "--small-sample",
+            action="store_true",
+            default=settings.RISK_SMALL_SAMPLE,
+            help="below 1/alpha - 1 labels, the zero-error rule at the preset 0.96 (i.i.d.)",
+        )
+        parser.add_argument(
+            "--source-window",
+            type=int,
+            default=settings.LEARNING_MEMORY_SOURCE_WINDOW,
+            help="the source's recent labels that must agree for its own vote (0: none)",
+        )
+        parser.add_argument(
             "--reviewer-flips",
             type=float,
             default=0.0,
@@ -178,6 +190,9 @@ class Command(BaseCommand):
             novelty_reference=settings.NOVELTY_REFERENCE_MAX,
             folds=options["folds"],
             gate_confirm_confidence=settings.GATE_CONFIRM_CONFIDENCE,
+            memory_source_min=settings.LEARNING_MEMORY_SOURCE_MIN,
+            memory_source_window=options["source_window"],
+            small_sample=options["small_sample"],
         )
         orders = ["fifo", "learning"] if options["compare_order"] else [options["order"]]
         if options["compare_order"] and not options["review_budget"]:
