@@ -299,11 +299,14 @@ def _names(text: str) -> Iterator[Phi]:
             following = _NEXT_WORD_RE.match(text, match.end())
             if following and lexicon.is_institution_word(following.group(1)):
                 continue
+            if _LABEL_END_RE.match(text, match.end()):
+                continue  # "Med Rec #:", "Ref Doc:": a form's label, not a person
             if all(_unknown_or_listed(w) for w in words):
                 yield Phi(*match.span("first"), NAME, "capital-pair")
                 yield Phi(*match.span("last"), NAME, "capital-pair")
 
 
+_LABEL_END_RE = re.compile(r"[ \t]*[#:]")
 _CAPITAL_PAIR_RE = re.compile(
     r"(?<![\w'])(?P<first>[A-Z][a-z]{2,})[ \t]+(?P<last>[A-Z][a-z][a-z'\u2019-]*[a-z])(?![\w])"
 )

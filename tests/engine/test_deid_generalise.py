@@ -146,3 +146,7 @@ def test_two_unknown_capitalised_words_in_mixed_case_prose_are_a_name(a: int, b:
     hospital = f"Transferred from {first} {last} Hospital today. Lungs clear.\n"
     assert not [s for s in recognisers.find(hospital) if s.source == "capital-pair"]
     assert not [s for s in recognisers.find(text.upper()) if s.source == "capital-pair"]
+    # Before a colon or a number sign it is a form's label ("Med Rec #:").
+    for label in (f"{first} {last}:", f"{first} {last} #:", f"{first} {last}#"):
+        form = f"Seen today in clinic.\n{label} 44817\nLungs clear.\n"
+        assert not [s for s in recognisers.find(form) if s.source == "capital-pair"], label
