@@ -129,4 +129,9 @@ def test_the_word_by_word_normal_form_is_the_character_by_character_one():
     for _ in range(20000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 16)))
         assert normalise.__wrapped__(text) == _normalise_chars(text), repr(text)
+    # ASCII pages are read whole, as arrays: every ASCII space and the hyphen joins.
+    ascii_alphabet = [*"ab-X,1 \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x00\x7f", "a-\n b", "-\n"]
+    for _ in range(20000):
+        text = "".join(rng.choice(ascii_alphabet) for _ in range(rng.randrange(0, 24)))
+        assert text.isascii() and normalise.__wrapped__(text) == _normalise_chars(text), repr(text)
     assert normalise(PAGE) == _normalise_chars(PAGE)
