@@ -411,6 +411,14 @@ def _grade_numbers(f: str) -> set[int]:
     return found
 
 
+def _drop_unchecked(text: str) -> str:
+    """A form row whose boxes follow their options ("G1 [ ]   G2 [X]") without the options
+    left unchecked: they are printed choices, not what the report states."""
+    if re.match(r"\s*\[", text) or not re.search(r"\[\s*\]", text):
+        return text
+    return re.sub(r"(?:^|(?<=\]))[^\[\]]*?\[\s*\]", " ", text)
+
+
 def unsure(name: str, text: str | None) -> str:
     """Why a grade or margin value, though it has a meaning, may not be read right ("" when
     nothing speaks against it): a grade that names two grades ("grade 2-3") or disagrees with
@@ -418,7 +426,7 @@ def unsure(name: str, text: str | None) -> str:
     close with no distance."""
     if not text:
         return ""
-    text = boxes(text)
+    text = _drop_unchecked(boxes(text))
     f = re.sub(r"\s+", " ", fold(text))
     if name == "grade":
         canon = grade_canonical(text)

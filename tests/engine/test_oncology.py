@@ -821,3 +821,19 @@ def test_third_wave_build_reports_never_contradict_the_truth_where_the_reader_is
         truth = doc.truth.get(name)
         if reading.canonical and truth and reading.level == 0:
             assert oncology.same(name, oncology.canonical(name, truth) or truth, reading.canonical)
+
+
+@pytest.mark.parametrize(
+    ("name", "row"),
+    [
+        ("grade", "G1 ( )   G2 ( )   G3 (X)"),
+        ("grade", "G1 [x]   G2 [ ]   G3 [ ]"),
+        ("margins", "Involved ( )   Clear (X)   Closest margin at: 7 mm"),
+        ("margins", "Involved [x]   Clear [ ]   Closest margin at: ____"),
+    ],
+)
+def test_options_left_unchecked_after_their_boxes_raise_no_doubt(name, row):
+    assert oncology.canonical(name, row) is not None
+    assert oncology.unsure(name, row) == ""
+    # ... while the same options all stated are a doubt.
+    assert oncology.unsure(name, row.replace("( )", "(X)").replace("[ ]", "[x]")) != ""
