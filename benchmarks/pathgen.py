@@ -2,7 +2,8 @@
 
 A *template* is a layout (synoptic checklist, narrative, table, institution form; a two-column
 page and a letter in the second wave) and a wording variant (``a``-``e``; the second wave's
-``f``, ``g`` build and ``h`` held out, see ``NEW_VARIANTS``); every phrase the generator
+``f``, ``g`` build and ``h`` held out, see ``NEW_VARIANTS``; the third wave's ``i``, ``j`` build
+and ``k`` held out, see ``THIRD_VARIANTS``); every phrase the generator
 writes comes from a pool of wordings, and variant ``v`` draws only from the wordings at the
 positions that variant owns, so a held-out variant shares no wording choice with the build
 variants. Every document also draws
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -53,13 +55,24 @@ NEW_VARIANTS = NEW_BUILD + NEW_HELD
 # Layouts of the second wave: two columns read across by OCR; a consultant's letter (held out
 # entirely: it has only variant h).
 NEW_LAYOUTS = ("twocol", "letter")
+# A third wave (issue 37, after h was measured and so spent): i and j build, k held out, for every
+# layout of both waves, with pools of their own (``THIRD_*``: positions i 0, 3, ...; j 1, 4, ...;
+# k 2, 5, ...) written from real reports' shapes no earlier variant writes: leader dots, check
+# marks after the option, clearance wordings, results in a comment paragraph, percentage ranges,
+# Allred or H-score alone, a reflexed equivocal HER2 in one value, "G2" and "moderately
+# differentiated" grades, abbreviated keys, pipe tables, OCR errors in keys. Where the third wave
+# draws a pool of an earlier wave (header, history, specimen), i and j draw a's and b's, k c's.
+THIRD_BUILD = ("i", "j")
+THIRD_HELD = ("k",)
+THIRD_VARIANTS = THIRD_BUILD + THIRD_HELD
 FIELDS = ("histology", "grade", "margins", "er_status", "pr_status", "her2_status")
 
 
 def templates() -> list[str]:
     first = [f"{layout}/{variant}" for layout in LAYOUTS for variant in VARIANTS + BUILD_EXTRA]
     second = [f"{layout}/{v}" for layout in (*LAYOUTS, "twocol") for v in NEW_VARIANTS]
-    return first + second + ["letter/h"]
+    third = [f"{layout}/{v}" for layout in (*LAYOUTS, *NEW_LAYOUTS) for v in THIRD_VARIANTS]
+    return first + second + ["letter/h"] + third
 
 
 def split() -> dict[str, list[str]]:
@@ -81,6 +94,9 @@ def pick(
     extra: list[str] | None = None,
     new: list[str] | None = None,
 ) -> str:
+    if variant in THIRD_VARIANTS:
+        held = variant in THIRD_HELD
+        return rng.choice([w for i, w in enumerate(pool) if (i % 3 == 2) == held] or pool)
     if variant in NEW_VARIANTS:
         k = NEW_VARIANTS.index(variant)
         owned = [w for i, w in enumerate(new or []) if i % 3 == k]
@@ -210,6 +226,9 @@ NEW_HISTOLOGY: dict[str, list[str]] = {
 class Receptor:
     percent: int  # 0..100
     intensity: str  # weak, moderate, strong ("" when negative)
+    # False once the report states no exact percentage (a range, an Allred or H-score alone):
+    # the truth then has none either.
+    exact: bool = True
 
     @property
     def category(self) -> str:
@@ -220,6 +239,8 @@ class Receptor:
     def canonical(self) -> str:
         if self.category == "negative":
             return "negative"
+        if not self.exact:
+            return f"{self.category} ({self.intensity})"
         return f"{self.category} ({self.percent}%, {self.intensity})"
 
 
@@ -1799,6 +1820,700 @@ def _addendum(
     return lines
 
 
+# -- the third wave's layouts (variants i, j build; k held out) ------------------------------------
+
+
+def pick3(rng: random.Random, v: str, pool: list[str]) -> str:
+    """A third-wave wording: i owns positions 0, 3, ...; j 1, 4, ...; k 2, 5, ..."""
+    k = THIRD_VARIANTS.index(v)
+    return rng.choice([w for i, w in enumerate(pool) if i % 3 == k])
+
+
+THIRD_LABELS: dict[str, list[str]] = {
+    "histology": [
+        "Type",
+        "Histologic subtype",
+        "Histological classification",
+        "Tumour type (WHO)",
+        "Dx",
+        "Tumor morphology",
+    ],
+    "grade": [
+        "Grade",
+        "Differentiation",
+        "Histological differentiation",
+        "Gr.",
+        "Nottingham (NHG)",
+        "Tumour grading",
+    ],
+    "margins": [
+        "Clearance",
+        "Surgical margin",
+        "Excision status",
+        "Margins (closest)",
+        "Resection margin",
+        "Closest margin",
+    ],
+    "er": [
+        "ER",
+        "Estrogen recept.",
+        "E.R.",
+        "Oestrogen rec.",
+        "ER (SP1 clone)",
+        "Estrogen receptors (ER)",
+    ],
+    "pr": ["PgR", "PR", "P.R.", "Progest. receptor", "PgR (1A6)", "Progesterone receptors (PR)"],
+    "her2_ihc": [
+        "c-erbB-2",
+        "Her-2/neu",
+        "CerbB2",
+        "HER2 (IHC)",
+        "HER2 protein IHC",
+        "ERBB2 (HER2) protein",
+    ],
+    "her2_ish": [
+        "FISH (HER2)",
+        "ISH HER2/CEP17",
+        "HER2 SISH/CISH",
+        "c-erbB-2 FISH",
+        "Her-2/neu ISH",
+        "ERBB2 (HER2) gene",
+    ],
+}
+
+# OCR errors in keys: one letter read as its look-alike.
+_KEY_OCR = [("o", "0"), ("O", "0"), ("l", "1"), ("m", "rn"), ("I", "l"), ("i", "l")]
+
+
+def key_ocr(rng: random.Random, key: str) -> str:
+    if rng.random() < 0.35:
+        spots = [(i, a, b) for i, ch in enumerate(key) for a, b in _KEY_OCR if ch == a]
+        if spots:
+            i, _, b = rng.choice(spots)
+            return key[:i] + b + key[i + 1 :]
+    return key
+
+
+def label3(rng: random.Random, v: str, key: str) -> str:
+    return key_ocr(rng, pick3(rng, v, THIRD_LABELS[key]))
+
+
+def _states_percent(text: str, p: int) -> bool:
+    """``text`` states exactly ``p`` percent (not as a range's end, "71-80%")."""
+    return bool(re.search(rf"(?<![\d-]){p}%", text))
+
+
+def receptor3(rng: random.Random, v: str, r: Receptor) -> str:
+    """A receptor's value: exact percentages, ranges ("81-90%"), an Allred or H-score alone."""
+    if r.category == "negative":
+        pool = [
+            "Negative (0%), Allred 0/8",
+            "Allred score 0/8 (PS 0, IS 0)",
+            "H-score 0/300 - negative",
+            "Neg. (no staining in tumour cells)",
+            "Negative, <1% of cells",
+            "Absent (negative)",
+        ]
+        return pick3(rng, v, pool)
+    p, i = r.percent, r.intensity
+    strength = {"weak": 1, "moderate": 2, "strong": 3}[i]
+    ps = 2 if p <= 10 else 3 if p <= 33 else 4 if p <= 66 else 5
+    allred, hscore = ps + strength, p * strength
+    lo = 1 if p <= 10 else ((p - 1) // 10) * 10 + 1
+    hi = 10 if p <= 10 else lo + 9
+    cat = r.category
+    pool = [
+        f"{cat.capitalize()} ({lo}-{hi}%), {i}",
+        f"Allred score {allred}/8 (PS {ps}, IS {strength})",
+        f"{cat.capitalize()} - H-score {hscore} ({i} intensity)",
+        f"{'Pos.' if cat == 'positive' else 'Low pos.'} {p}% ({i})",
+        f"{cat.upper()} in {lo}-{hi}% of cells, {i} staining",
+        f"Allred {allred} (proportion {ps} + intensity {strength}) - {cat}",
+    ]
+    text = pick3(rng, v, pool)
+    if not _states_percent(text, p):
+        r.exact = False
+    return text
+
+
+def her2_3(rng: random.Random, v: str, h: Her2, *, with_ish: bool) -> str:
+    """HER2's IHC value; with ``with_ish`` the reflexed ISH result in the same value."""
+    word = {0: "negative", 1: "negative", 2: "equivocal", 3: "positive"}[h.ihc]
+    s = f"{h.ihc}+" if h.ihc else "0"
+    if with_ish:
+        ish = h.ish
+        return pick3(
+            rng,
+            v,
+            [
+                f"Equivocal ({s}), reflexed to FISH: {ish}",
+                f"{s} (equivocal); ISH {ish}, ratio {h.ratio}",
+                f"Borderline ({s}) - in situ hybridisation {ish} (ratio {h.ratio})",
+                f"{s}, equivocal -> reflex FISH {ish} (HER2/CEP17 {h.ratio})",
+                f"Equivocal, score {s}. Reflex ISH: {ish.upper()}",
+                f"Score {s} (borderline); dual-probe ISH shows it is {ish}",
+            ],
+        )
+    return pick3(
+        rng,
+        v,
+        [
+            f"{s} / {word}",
+            f"{word.upper()} ({s})",
+            f"{word}, {s} by IHC",
+            f"Score {s} - {word}",
+            f"IHC: {s} ({word})",
+            f"membrane score {s}; {word}",
+        ],
+    )
+
+
+def her2_ish3(rng: random.Random, v: str, h: Her2) -> str:
+    word = "Amplified" if h.ish == "amplified" else "Not amplified"
+    r = h.ratio
+    return pick3(
+        rng,
+        v,
+        [
+            f"{word.upper()} - HER2/CEP17 = {r}",
+            f"{word} [ratio {r}]",
+            f"{word.lower()}, HER2 to CEP17 ratio of {r}",
+            f"Ratio HER2:CEN17 {r} ({word.lower()})",
+            f"HER2/chr17 ratio {r} => {word.lower()}",
+            f"ISH ratio {r}; {word.lower()}",
+        ],
+    )
+
+
+def grade3(rng: random.Random, v: str, t: Tumour) -> str:
+    g = t.grade
+    diff = DIFFERENTIATION[g]
+    return pick3(
+        rng,
+        v,
+        [
+            f"G{g}",
+            diff.capitalize(),
+            f"{ROMAN[g]} ({diff.replace(' ', '-')})",
+            f"G{g} (Nottingham {t.tubules}+{t.nuclei}+{t.mitoses}={t.score})",
+            f"{diff} (grade {g})",
+            f"Gr. {g} (score {t.score})",
+        ],
+    )
+
+
+def margin3(rng: random.Random, v: str, t: Tumour) -> str:
+    side, mm = t.margin_side, f"{t.margin_mm:g} mm"
+    if t.margin_involved:
+        return pick3(
+            rng,
+            v,
+            [
+                f"Tumour at margin ({side}) - involved",
+                f"{side.capitalize()} margin: involved by carcinoma",
+                f"Carcinoma touches the {side} margin",
+                f"Clearance 0 mm ({side}); margin involved",
+                f"Involved: {side} margin",
+                f"Incompletely excised ({side} margin involved)",
+            ],
+        )
+    return pick3(
+        rng,
+        v,
+        [
+            f"Clear, closest margin {side} at {mm}",
+            f"Not involved - closest margin ({side}) at {mm}",
+            f"Completely excised; nearest margin {side} {mm}",
+            f"Clearance {mm} ({side})",
+            f"Minimum clearance: {mm}, {side}",
+            f"Free by {mm} ({side})",
+        ],
+    )
+
+
+HISTOLOGY3: dict[str, list[str]] = {
+    "8500/3": [
+        "Invasive carcinoma NST",
+        "Invasive ca., ductal type",
+        "Breast carcinoma of ductal/NST type",
+        "Ductal carcinoma, invasive (NST)",
+        "IDC, NOS",
+        "No special type invasive carcinoma",
+    ],
+    "8520/3": [
+        "Lobular carcinoma (invasive), classical",
+        "ILC",
+        "Infiltrating lobular ca.",
+        "Invasive lobular ca., classic",
+        "Lobular type invasive carcinoma",
+        "Carcinoma, infiltrating lobular",
+    ],
+    "8522/3": [
+        "Mixed ductal/lobular carcinoma, invasive",
+        "Invasive ca. with ductal and lobular features",
+        "Carcinoma, mixed ductal and lobular",
+        "Invasive ductal and lobular ca. (mixed)",
+        "IDC/ILC mixed type",
+        "Infiltrating carcinoma, ductal and lobular",
+    ],
+    "8480/3": [
+        "Mucinous ca.",
+        "Colloid ca., invasive",
+        "Carcinoma, mucinous",
+        "Invasive mucinous ca.",
+        "Mucinous (colloid) type",
+        "Invasive colloid carcinoma",
+    ],
+    "8211/3": [
+        "Tubular ca.",
+        "Invasive tubular ca.",
+        "Carcinoma, tubular",
+        "Tubular type invasive carcinoma",
+        "Tubular carcinoma, classical",
+        "Infiltrating tubular carcinoma",
+    ],
+}
+
+
+def histology3(rng: random.Random, v: str, t: Tumour, plan: Plan) -> str:
+    code = HISTOLOGY[t.histology][0]
+    text = pick3(rng, v, HISTOLOGY3[code])
+    return f"{text} (ICD-O-3 {code})" if plan.icdo else text
+
+
+# How a key meets its value: i leader dots or aligned spaces; j a pipe row or an abbreviated
+# key and a tab; k an em dash or an upper-case key and its value on the next line, indented.
+THIRD_STYLES = ["dots", "pipe", "emdash", "spaces", "tab", "upper-next"]
+
+
+def kv3(key: str, value: str, style: str) -> list[str]:
+    if style == "dots":
+        return [f"{key} {'.' * max(4, 30 - len(key))} {value}"]
+    if style == "spaces":
+        return [f"{key.ljust(30)}{value}"]
+    if style == "pipe":
+        return [f"| {key} | {value} |"]
+    if style == "tab":
+        return [f"{key}:\t{value}"]
+    if style == "emdash":
+        return [f"{key} \u2014 {value}"]
+    return [key.upper(), f"\t{value}"]
+
+
+def _pending3(rng: random.Random, v: str, addendum: bool) -> str:
+    if addendum:
+        return pick3(
+            rng,
+            v,
+            ["Supplementary report to follow", "See supplement", "Reported separately (addendum)"],
+        )
+    return pick3(
+        rng,
+        v,
+        [
+            "Awaiting",
+            "Outstanding",
+            "Results awaited from referral lab",
+            "Not received",
+            "Will follow",
+            "Not yet reported",
+        ],
+    )
+
+
+def _receptors3(rng: random.Random, v: str, t: Tumour, plan: Plan, style: str) -> list[str]:
+    if plan.pending or plan.addendum == "adds":
+        word = _pending3(rng, v, plan.addendum == "adds")
+        rows = kv3(label3(rng, v, "er"), word, style)
+        if plan.pr_shown:
+            rows += kv3(label3(rng, v, "pr"), word, style)
+        if plan.her2_shown:
+            rows += kv3(label3(rng, v, "her2_ihc"), word, style)
+        return rows
+    rows = kv3(label3(rng, v, "er"), receptor3(rng, v, t.er), style)
+    if plan.pr_shown:
+        rows += kv3(label3(rng, v, "pr"), receptor3(rng, v, t.pr), style)
+    if plan.her2_shown:
+        h = t.her2
+        together = h.ihc == 2 and bool(h.ish) and rng.random() < 0.6
+        rows += kv3(label3(rng, v, "her2_ihc"), her2_3(rng, v, h, with_ish=together), style)
+        if h.ish and not together:
+            rows += kv3(label3(rng, v, "her2_ish"), her2_ish3(rng, v, h), style)
+    return rows
+
+
+def _tumour3(rng: random.Random, v: str, t: Tumour, plan: Plan, style: str) -> list[str]:
+    rows = kv3(label3(rng, v, "histology"), histology3(rng, v, t, plan), style)
+    rows += kv3("Size", f"{rng.randint(5, 40)} mm", style)
+    rows += kv3(label3(rng, v, "grade"), grade3(rng, v, t), style)
+    if plan.biopsy:
+        rows += kv3(label3(rng, v, "margins"), "N/A (core biopsy)", style)
+    else:
+        rows += kv3(label3(rng, v, "margins"), margin3(rng, v, t), style)
+    return rows
+
+
+def _comment3(rng: random.Random, v: str, t: Tumour, plan: Plan) -> str:
+    """The receptor results inside a comment paragraph, among sentences of other matters."""
+    lead = pick3(
+        rng,
+        v,
+        [
+            "The findings were discussed with the surgeon.",
+            "Controls stained appropriately.",
+            "Slides reviewed at the breast MDT.",
+        ],
+    )
+    if plan.pending or plan.addendum == "adds":
+        return (
+            lead
+            + " "
+            + pick3(
+                rng,
+                v,
+                [
+                    "Hormone receptors and HER2 are awaited.",
+                    "Receptor status will follow in a supplementary report.",
+                    "ER, PgR and HER2 remain outstanding at the time of reporting.",
+                ],
+            )
+        )
+    er = f"{pick3(rng, v, ['ER', 'oestrogen receptor', 'ER status'])} {receptor3(rng, v, t.er)}"
+    parts = [er]
+    if plan.pr_shown:
+        pr = f"{pick3(rng, v, ['PgR', 'progesterone receptor', 'PR status'])} "
+        parts.append(pr + receptor3(rng, v, t.pr))
+    text = (
+        lead
+        + " "
+        + pick3(
+            rng,
+            v,
+            [
+                "On immunohistochemistry the tumour is ",
+                "Immunostaining shows ",
+                "The invasive carcinoma is ",
+            ],
+        )
+    )
+    text += "; ".join(parts) + "."
+    if plan.her2_shown:
+        h = t.her2
+        together = h.ihc == 2 and bool(h.ish)
+        text += " HER2 " + her2_3(rng, v, h, with_ish=together) + "."
+    text += " " + pick3(
+        rng,
+        v,
+        [
+            "Please correlate with imaging.",
+            "A copy goes to the oncologist.",
+            "These results were phoned to the breast team.",
+        ],
+    )
+    return text
+
+
+def _synoptic3(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    style = pick3(rng, v, THIRD_STYLES)
+    lines = [pick3(rng, v, ["TUMOUR SUMMARY", "Synoptic | Breast", "CHECKLIST \u2014 BREAST"])]
+    lines += _tumour3(rng, v, t, plan, style)
+    lines += kv3("LVI", rng.choice(["absent", "present"]), style)
+    if rng.random() < 0.3:
+        lines += ["", pick3(rng, v, ["Comment:", "COMMENTS", "Remarks \u2014"])]
+        lines.append(_comment3(rng, v, t, plan))
+    else:
+        lines += _receptors3(rng, v, t, plan, style)
+    return lines
+
+
+def _narrative3(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    g = t.grade
+    hist = histology3(rng, v, t, plan)
+    grade = pick3(
+        rng,
+        v,
+        [
+            f"G{g}",
+            f"{DIFFERENTIATION[g]}",
+            f"grade {ROMAN[g]} ({DIFFERENTIATION[g].replace(' ', '-')})",
+            f"Nottingham G{g} ({t.score}/9)",
+            f"{DIFFERENTIATION[g]} (grade {g} of 3)",
+            f"histological grade {g}, {t.score} points",
+        ],
+    )
+    lines = [pick3(rng, v, ["Diagnosis -", "CONCLUSION", "Opinion:"])]
+    lines.append(
+        pick3(
+            rng,
+            v,
+            [
+                f"{hist}, {grade}.",
+                f"There is {hist[0].lower() + hist[1:]} which is {grade}.",
+                f"Sections show {hist[0].lower() + hist[1:]}, {grade}.",
+            ],
+        )
+    )
+    if not plan.biopsy:
+        side, mm = t.margin_side, f"{t.margin_mm:g} mm"
+        if t.margin_involved:
+            lines.append(
+                pick3(
+                    rng,
+                    v,
+                    [
+                        f"The {side} margin is involved.",
+                        f"Tumour extends to the {side} resection margin, which is involved.",
+                        f"Incomplete excision: carcinoma is at the {side} margin.",
+                    ],
+                )
+            )
+        else:
+            lines.append(
+                pick3(
+                    rng,
+                    v,
+                    [
+                        f"Radial clearance is {mm}, the closest margin being {side}.",
+                        f"The closest margin ({side}) is at {mm}; all margins are clear.",
+                        f"Complete excision with {mm} to the {side} margin.",
+                    ],
+                )
+            )
+    lines += ["", pick3(rng, v, ["Comment:", "COMMENT", "Additional comment \u2014"])]
+    lines.append(_comment3(rng, v, t, plan))
+    return lines
+
+
+def _table3(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    lines = [f"{label3(rng, v, 'histology')}: {histology3(rng, v, t, plan)}"]
+    lines.append(f"{label3(rng, v, 'grade')}: {grade3(rng, v, t)}")
+    if not plan.biopsy:
+        lines.append(f"{label3(rng, v, 'margins')}: {margin3(rng, v, t)}")
+    lines.append("")
+    shape = pick3(rng, v, ["pipes", "spaces", "slashes"])
+
+    def row(cells: list[str]) -> str:
+        if shape == "pipes":
+            return "| " + " | ".join(cells) + " |"
+        if shape == "spaces":
+            return "".join(c.ljust(18) for c in cells).rstrip()
+        return " / ".join(cells)
+
+    lines.append(pick3(rng, v, ["IHC results", "BIOMARKERS", "Receptor panel"]))
+    lines.append(row(["Marker", "Result", "Score"]))
+    if shape == "pipes":
+        lines.append("|---|---|---|")
+    if plan.pending or plan.addendum == "adds":
+        word = _pending3(rng, v, plan.addendum == "adds")
+        names = [label3(rng, v, "er")]
+        names += [label3(rng, v, "pr")] if plan.pr_shown else []
+        names += [label3(rng, v, "her2_ihc")] if plan.her2_shown else []
+        lines += [row([n, word, ""]) for n in names]
+        return lines
+    for key, r in (("er", t.er), ("pr", t.pr)):
+        if key == "pr" and not plan.pr_shown:
+            continue
+        lines.append(row([label3(rng, v, key), *_receptor_cells(rng, v, r)]))
+    if plan.her2_shown:
+        h = t.her2
+        s = f"{h.ihc}+" if h.ihc else "0"
+        word = {0: "Negative", 1: "Negative", 2: "Equivocal", 3: "Positive"}[h.ihc]
+        lines.append(row([label3(rng, v, "her2_ihc"), word, s]))
+        if h.ish:
+            ish = "Amplified" if h.ish == "amplified" else "Not amplified"
+            lines.append(row([label3(rng, v, "her2_ish"), ish, f"ratio {h.ratio}"]))
+    return lines
+
+
+def _receptor_cells(rng: random.Random, v: str, r: Receptor) -> list[str]:
+    """A table row's result and score cells: the category, and a percentage, a range or an
+    Allred score."""
+    word = {"positive": "Positive", "negative": "Negative", "low positive": "Low positive"}
+    if r.category == "negative":
+        return [word["negative"], pick3(rng, v, ["0%", "Allred 0", "H 0"])]
+    p = r.percent
+    strength = {"weak": 1, "moderate": 2, "strong": 3}[r.intensity]
+    ps = 2 if p <= 10 else 3 if p <= 33 else 4 if p <= 66 else 5
+    lo = 1 if p <= 10 else ((p - 1) // 10) * 10 + 1
+    hi = 10 if p <= 10 else lo + 9
+    score = pick3(
+        rng,
+        v,
+        [
+            f"{lo}-{hi}%, {r.intensity}",
+            f"Allred {ps + strength}/8",
+            f"H-score {p * strength}",
+            f"{p}% {r.intensity}",
+            f"{p}%",
+            f"{p}% ({r.intensity})",
+        ],
+    )
+    if not _states_percent(score, p):
+        r.exact = False
+    return [word[r.category], score]
+
+
+# Check marks of the third wave's forms (checked, empty, before or after the option).
+THIRD_MARKS = [("(X)", "( )", "after"), ("[x]", "[ ]", "after"), ("X", "_", "before")]
+
+
+def _form3(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    on, off, where = THIRD_MARKS[THIRD_VARIANTS.index(v)]
+
+    def opts(options: list[tuple[str, bool]]) -> str:
+        if where == "after":
+            return "   ".join(f"{o} {on if c else off}" for o, c in options)
+        return "   ".join(f"{on if c else off} {o}" for o, c in options)
+
+    blank = pick3(rng, v, ["......", "________", "....."])
+    lines = [pick3(rng, v, ["BREAST HISTOPATHOLOGY FORM", "Breast cancer dataset", "PROFORMA"])]
+    lines.append(f"Consultant: {blank}")
+    lines.append(f"{label3(rng, v, 'histology')}: {histology3(rng, v, t, plan)}")
+    g = t.grade
+    lines.append(f"{label3(rng, v, 'grade')}: " + opts([(f"G{k}", g == k) for k in (1, 2, 3)]))
+    inv = t.margin_involved
+    if plan.biopsy:
+        lines.append(
+            f"{label3(rng, v, 'margins')}: " + opts([("Involved", False), ("Clear", False)])
+        )
+    else:
+        dist = blank if inv else f"{t.margin_mm:g} mm"
+        lines.append(
+            f"{label3(rng, v, 'margins')}: "
+            + opts([("Involved", inv), ("Clear", not inv)])
+            + f"   Closest margin at: {dist}"
+        )
+    pending = plan.pending or plan.addendum == "adds"
+    for key, r in (("er", t.er), ("pr", t.pr)):
+        if key == "pr" and not plan.pr_shown:
+            continue
+        cat = "" if pending else r.category
+        pct = blank if pending else f"{r.percent}%"
+        lines.append(
+            f"{label3(rng, v, key)}: "
+            + opts([("Pos", cat == "positive"), ("Low", cat == "low positive")])
+            + "   "
+            + opts([("Neg", cat == "negative")])
+            + f"   %: {pct}"
+            + ("" if pending or cat == "negative" else f"   Intensity: {r.intensity}")
+        )
+    if plan.her2_shown:
+        h = t.her2
+        ihc = -1 if pending else h.ihc
+        lines.append(
+            f"{label3(rng, v, 'her2_ihc')}: "
+            + opts([("0" if k == 0 else f"{k}+", ihc == k) for k in range(4)])
+        )
+        ish = "" if pending else h.ish
+        lines.append(
+            f"{label3(rng, v, 'her2_ish')}: "
+            + opts([("Amplified", ish == "amplified"), ("Not amplified", ish == "not amplified")])
+        )
+    if pending:
+        lines.append(_pending3(rng, v, plan.addendum == "adds"))
+    return lines
+
+
+def _twocol3(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    style = pick3(rng, v, ["dots", "tab", "emdash"])
+    left = _tumour3(rng, v, t, plan, style)
+    right = _receptors3(rng, v, t, plan, "tab" if style == "dots" else style)
+    column = rng.randint(44, 56)
+    left = [
+        part
+        for item in left
+        for part in textwrap.wrap(item, column, subsequent_indent="  ", break_on_hyphens=False)
+    ]
+    width = column + rng.randint(3, 8)
+    lines = [pick3(rng, v, ["Morphology", "HISTOLOGY", "Tumour"]).ljust(width) + "Markers"]
+    for i in range(max(len(left), len(right))):
+        a = left[i] if i < len(left) else ""
+        b = right[i] if i < len(right) else ""
+        lines.append((a.ljust(width) + b).rstrip())
+    return lines
+
+
+def _letter3(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    name = pick3(rng, v, ["Dr Hale", "Dr Ruiz", "Dr Nakamura"])
+    lines = [pick3(rng, v, [f"Dear {name},", f"Re: your patient - to {name}", f"{name} -"]), ""]
+    hist = histology3(rng, v, t, plan)
+    g = t.grade
+    text = pick3(
+        rng,
+        v,
+        [
+            f"This {'core' if plan.biopsy else 'excision'} shows {hist[0].lower() + hist[1:]}"
+            f" (G{g}).",
+            f"The diagnosis is {hist[0].lower() + hist[1:]}, {DIFFERENTIATION[g]}.",
+            f"We found {hist[0].lower() + hist[1:]}; grade {ROMAN[g]} of III.",
+        ],
+    )
+    if not plan.biopsy:
+        side, mm = t.margin_side, f"{t.margin_mm:g} mm"
+        text += " " + (
+            pick3(
+                rng,
+                v,
+                [
+                    f"The {side} margin is involved.",
+                    f"Carcinoma reaches the {side} margin (involved).",
+                    f"Excision is incomplete at the {side} margin.",
+                ],
+            )
+            if t.margin_involved
+            else pick3(
+                rng,
+                v,
+                [
+                    f"Clearance is {mm} at the closest ({side}) margin.",
+                    f"The closest margin is {side}, at {mm}.",
+                    f"Margins are clear, {mm} at best ({side}).",
+                ],
+            )
+        )
+    lines += [text, "", _comment3(rng, v, t, plan), "", "Regards,"]
+    return lines
+
+
+THIRD_LAYOUT_BODY = {
+    "synoptic": _synoptic3,
+    "narrative": _narrative3,
+    "table": _table3,
+    "form": _form3,
+    "twocol": _twocol3,
+    "letter": _letter3,
+}
+
+
+def _addendum3(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    lines = ["", pick3(rng, v, ["SUPPLEMENTARY REPORT", "Addendum (1)", "ADDITIONAL REPORT"])]
+    style = pick3(rng, v, THIRD_STYLES)
+    if plan.addendum == "adds":
+        saved = plan.pending, plan.addendum
+        plan.pending, plan.addendum = False, ""
+        lines += _receptors3(rng, v, t, plan, style)
+        plan.pending, plan.addendum = saved
+        return lines
+    lines.append(
+        pick3(
+            rng,
+            v,
+            [
+                "HER2 reflexed to FISH; this replaces the HER2 result above.",
+                "Amended HER2 (after ISH):",
+                "HER2 status revised on in situ hybridisation:",
+            ],
+        )
+    )
+    lines += kv3(label3(rng, v, "her2_ish"), her2_ish3(rng, v, t.her2), style)
+    lines += kv3(
+        pick3(rng, v, ["HER2 final", "Final HER2", "HER2 overall"]),
+        t.her2.category.upper(),
+        style,
+    )
+    return lines
+
+
 def truth_of(t: Tumour, plan: Plan) -> dict[str, Any]:
     code, term, _ = HISTOLOGY[t.histology]
     receptors_given = not plan.pending
@@ -1862,14 +2577,22 @@ def generate(template: str, index: int, *, seed: int = 37) -> Generated:
         )
     else:
         lines.append(_specimen(rng, v, plan) + ":")
-    body = NEW_LAYOUT_BODY if v in NEW_VARIANTS else LAYOUT_BODY
+    body = (
+        THIRD_LAYOUT_BODY
+        if v in THIRD_VARIANTS
+        else NEW_LAYOUT_BODY
+        if v in NEW_VARIANTS
+        else LAYOUT_BODY
+    )
     if layout == "letter":
         lines = _header(rng, v, institution) + body[layout](rng, v, t, plan)
     else:
         lines += body[layout](rng, v, t, plan)
     if plan.addendum == "corrects":
         t.her2 = final
-    if plan.addendum:
+    if plan.addendum and v in THIRD_VARIANTS:
+        lines += _addendum3(rng, v, t, plan)
+    elif plan.addendum:
         lines += _addendum(rng, v, t, plan, original)
     lines += [
         "",

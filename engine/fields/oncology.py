@@ -65,8 +65,13 @@ _BOX_GLYPHS = str.maketrans(
 
 
 def boxes(text: str) -> str:
-    """``text`` with its check-box glyphs as bracketed boxes ("[X]", "[ ]")."""
-    return text.translate(_BOX_GLYPHS)
+    """``text`` with its check-box glyphs, and boxes printed as parentheses ("(X)", "( )"),
+    as bracketed boxes ("[X]", "[ ]")."""
+    return re.sub(r"\(\s*([xX\u2713])\s*\)|\(\s\s?\)", _paren_box, text.translate(_BOX_GLYPHS))
+
+
+def _paren_box(m: re.Match[str]) -> str:
+    return "[X]" if m.group(1) else "[ ]"
 
 
 def squash(text: str) -> str:
@@ -88,8 +93,34 @@ def _has_word(folded: str, word: str) -> bool:
 # -- canonical values ------------------------------------------------------------------------------
 
 _NEGATED_WORD = (
-    r"(?:negative|neg\b|no\s+(?:nuclear\s+)?(?:staining|expression)|not\s+(?:expressed|detected))"
+    # (whole words: "immuno staining" is no "no staining")
+    r"(?:negative|neg\b|\bno\s+(?:nuclear\s+)?(?:staining|expression)|\bnot\s+(?:expressed|detected))"
 )
+
+
+_ALLRED = re.compile(rf"{_loose('allred')}\s*(?:score)?\s*[:=]?\s*([0-8])\b(?:\s*/\s*8)?")
+_ALLRED_PS = re.compile(r"\b(?:ps|proportion(?:\s*score)?)\s*[:=]?\s*([0-5])\b")
+_ALLRED_IS = re.compile(r"\b(?:is|intensity(?:\s*score)?)\s*[:=]?\s*([0-3])\b")
+
+
+def _allred(f: str, intensity: str) -> tuple[str, str]:
+    """(category, intensity) of a receptor stated by its Allred score alone ("Allred score
+    7/8 (PS 5, IS 2)"): a total of 0-2 is negative, 3-8 positive; a proportion score of 2
+    (1-10% of cells) is low positive; the intensity score 1-3 is weak, moderate, strong."""
+    total = _ALLRED.search(f)
+    if total is None:
+        return "", intensity
+    ps, is_ = _ALLRED_PS.search(f), _ALLRED_IS.search(f)
+    if not intensity and is_ and int(is_.group(1)):
+        intensity = INTENSITY_OF_SCORE[int(is_.group(1))]
+    if int(total.group(1)) <= 2:
+        return "negative", ""
+    if ps and int(ps.group(1)) <= 2:
+        return "low positive", intensity
+    return "positive", intensity
+
+
+INTENSITY_OF_SCORE = {1: "weak", 2: "moderate", 3: "strong"}
 
 
 def receptor_canonical(text: str) -> str | None:
@@ -103,7 +134,9 @@ def receptor_canonical(text: str) -> str | None:
     )
     intensity = "moderate" if intensity == "intermediate" else intensity
     less_than = bool(re.search(r"<\s*1\s*%", f))
-    if _has_word(f, "low positive") or re.search(r"positive,?\s*low\b|\blow\b.{0,3}positive", f):
+    if _has_word(f, "low positive") or re.search(
+        r"positive,?\s*low\b|\blow\b.{0,3}positive|\blow\s?pos\b", f
+    ):
         category = "low positive"
     elif re.search(_NEGATED_WORD, f) or _has_word(f, "negative"):
         category = "negative"
@@ -117,6 +150,8 @@ def receptor_canonical(text: str) -> str | None:
             category = by_percent
     if less_than:
         category, percent = "negative", None
+    if not category and percent is None:
+        category, intensity = _allred(f, intensity)
     if not category:
         return None
     if category == "negative":
@@ -181,7 +216,9 @@ HISTOLOGY: list[tuple[str, str, str]] = [
     (
         "8522/3",
         "mixed ductal and lobular carcinoma",
-        r"duct(?:al)?andlobular|lobularandduct|duct(?:al)?(?:carclnoma)?wlthlobular",
+        r"duct(?:al)?andlobular|lobularandduct|duct(?:al)?(?:carclnoma)?wlthlobular"
+        # (written with a slash: "ductal/lobular", "IDC/ILC")
+        r"|duct(?:al)?lobular|ductalcarclnomalnvaslvelobular",
     ),
     ("8480/3", "mucinous carcinoma", r"muclnous|collold"),
     ("8211/3", "tubular carcinoma", r"tubular(?:adeno)?carclnoma|carclnomatubular|tubulartype"),
@@ -197,7 +234,23 @@ _IN_SITU_ONLY = re.compile(r"in[\s-]?situ", re.IGNORECASE)
 
 
 def _carcinoma(text: str) -> bool:
-    return "carclnoma" in squash(text)
+    return "carclnoma" in squash(_expand_ca(text))
+
+
+# "ca." after a word is carcinoma ("Invasive lobular ca.", "Mucinous ca."; not "Ca 2.3"), and
+# a tumour type named by its type word alone is one ("Mucinous (colloid) type").
+_CA = re.compile(r"\b([a-z]{2,}\.?,?)\s+ca\b(?:\.|(?=[,;)]|\s*$|\s+\())", re.IGNORECASE)
+_TYPE_WORD = re.compile(
+    r"\b("
+    + "|".join(_loose(w) for w in ("mucinous", "colloid", "lobular", "tubular", "ductal"))
+    + r")((?:\s*\([a-z]+\))?\s+type)\b",
+    re.IGNORECASE,
+)
+
+
+def _expand_ca(text: str) -> str:
+    text = _CA.sub(lambda m: f"{m[1]} carcinoma", text)
+    return _TYPE_WORD.sub(lambda m: f"{m[1]}{m[2]} carcinoma", text)
 
 
 def histology_canonical(text: str) -> str | None:
@@ -212,6 +265,7 @@ def histology_canonical(text: str) -> str | None:
     # The abbreviations reports use for the two commonest types, read as their words.
     f = re.sub(r"\bidc\b", "invasive ductal carcinoma", f)
     f = re.sub(r"\bilc\b", "invasive lobular carcinoma", f)
+    f = _expand_ca(f)
     if not _carcinoma(f):
         return None
     # The invasive tumour, not an accompanying in-situ component.
@@ -258,7 +312,7 @@ def grade_canonical(text: str) -> str | None:
     g = None
     m = re.search(
         r"\[\s*x\s*\]\s*([123])\b|\bg\s?([123])\b|\bgrade\s*:?\s*(iii|ii|i|[123l])\b"
-        r"|\bg\s?(iii|ii)\b|\bgrade\s*:?\s*(one|two|three)\b"
+        r"|\bg\s?(iii|ii|i)\b|\bgrade\s*:?\s*(one|two|three)\b"
         r"|^\s*(iii|ii|i|[123])\s*(?:/\s*(?:iii|3)|of\s*3|\(|,|$)",
         f,
     )
@@ -285,7 +339,7 @@ def grade_canonical(text: str) -> str | None:
         g = 1 if score <= 5 else 2 if score <= 7 else 3
     if g is None:
         for words, value in (("well", 1), ("moderately", 2), ("poorly", 3)):
-            if re.search(rf"\b{words}[\s-]+differentiated", f):
+            if re.search(rf"\b{_loose(words)}[\s-]+{_loose('differentiated')}", f):
                 g = value
     if g is None:
         return None
@@ -294,7 +348,7 @@ def grade_canonical(text: str) -> str | None:
 
 # Margin status words as ``squash`` spells them (broken words and l/I confusions undone).
 _MARGIN_CLEAR = re.compile(
-    r"notlnvolved|unlnvolved|negatlve|free|clear|close(?!st)"
+    r"notlnvolved|unlnvolved|negatlve|free|clear(?!ance)|close(?!st)"
     r"|no(?:lnvaslve)?(?:carclnoma|tumou?r)(?:at|on|ln)|nolnkontumou?r"
 )
 _MARGIN_INVOLVED = re.compile(
@@ -306,6 +360,7 @@ _MARGIN_INVOLVED = re.compile(
 def margins_canonical(text: str) -> str | None:
     f = re.sub(r"\s+", " ", fold(boxes(text)))
     f = re.sub(r"(?<![a-z0-9.])[li](?= ?mm\b)", "1", f)  # OCR's "l mm"
+    f = re.sub(r"(?<=\d)(\s?)(?:mrn|rnm|rnrn)\b", r"\1mm", f)  # OCR's "3 mrn", "3 rnm"
     f = re.sub(r"\[\s*\]\s*(?:not\s+)?i\s?n\s?v\s?o\s?l\s?v\s?e\s?d", " ", f)  # an empty box
     s = squash(f)
     clear = _MARGIN_CLEAR.search(s)
@@ -356,6 +411,14 @@ def _grade_numbers(f: str) -> set[int]:
     return found
 
 
+def _drop_unchecked(text: str) -> str:
+    """A form row whose boxes follow their options ("G1 [ ]   G2 [X]") without the options
+    left unchecked: they are printed choices, not what the report states."""
+    if re.match(r"\s*\[", text) or not re.search(r"\[\s*\]", text):
+        return text
+    return re.sub(r"(?:^|(?<=\]))[^\[\]]*?\[\s*\]", " ", text)
+
+
 def unsure(name: str, text: str | None) -> str:
     """Why a grade or margin value, though it has a meaning, may not be read right ("" when
     nothing speaks against it): a grade that names two grades ("grade 2-3") or disagrees with
@@ -363,7 +426,7 @@ def unsure(name: str, text: str | None) -> str:
     close with no distance."""
     if not text:
         return ""
-    text = boxes(text)
+    text = _drop_unchecked(boxes(text))
     f = re.sub(r"\s+", " ", fold(text))
     if name == "grade":
         canon = grade_canonical(text)
@@ -554,10 +617,32 @@ _CONTINUATION_STOP = re.compile(
 _KEY_COLON = re.compile(r"^\s*(?:[-*\u2022]\s*)?(?P<k>[A-Za-z][^:\n]{0,60}?)\s*:\s*(?P<v>.*)$")
 
 
+_PIPE_BORDER = re.compile(r"^\s*\|\s*|\s*\|\s*$")
+_LEADER_DOTS = re.compile(r"\s*\.{3,}\s*")
+_ROW_SEPARATOR = re.compile(r":|\t|\s\|\s|\s{2,}")
+_ABBREVIATION_DOT = re.compile(r"(?<=[A-Za-z])\.(?=[\s(A-Za-z]|$)")
+
+
+def _as_row(text: str) -> str:
+    """A line as a key-value row: a pipe table's border bars dropped ("| ER | Positive |"),
+    leader dots between key and value read as a colon ("Estrogen receptor ...... Positive"),
+    and the dots of an abbreviated key dropped ("E.R.", "Oestrogen rec.", "Gr."); the value's
+    own text is left as it is."""
+    text = _PIPE_BORDER.sub("", text)
+    leader = _LEADER_DOTS.search(text)
+    if leader and leader.start() > 0 and ":" not in text[: leader.start()]:
+        text = text[: leader.start()] + ": " + text[leader.end() :]
+    sep = _ROW_SEPARATOR.search(text)
+    if sep:
+        text = _ABBREVIATION_DOT.sub("", text[: sep.start()]) + text[sep.start() :]
+    return text
+
+
 def _key_value(text: str) -> tuple[re.Match[str] | None, str | None]:
     """The line's key and value, and the field its key names: split at the first separator,
     or, when that leaves a key the reader does not know, at the colon (a key that holds a
     dash of its own, "Hormone receptor - ER: Positive")."""
+    text = _as_row(text)
     kv = _KEY_VALUE.match(text)
     key = _key_field(kv.group("k")) if kv else None
     if key is None:
@@ -578,7 +663,9 @@ def _starts_row(raw: str) -> bool:
     field's key, an upper-case key, or any key before "=" or a colon."""
     if re.match(r"^\s*[A-Za-z][^=:\n]{0,60}\s=\s", raw):
         return True
-    m = _KEY_VALUE.match(raw)
+    if re.match(r"^\s*[A-Za-z][^:\n]{0,40}?\s\.{3,}\s*\S", raw):
+        return True  # a key, leader dots, a value
+    m = _KEY_VALUE.match(_as_row(raw))
     if not m or not m.group("v").strip():
         return False
     key = m.group("k")
@@ -597,7 +684,8 @@ _TUMOUR_HEADER = re.compile(
 )
 _BARE_KEY = re.compile(r"^\s*[A-Za-z][^:|\t.;]{0,60}?:?\s*$")
 _COLUMN_GAP = re.compile(r"\S(\s{3,})(?=\S)")
-_KEY_AT_START = re.compile(r"^[A-Za-z][^:\n]{0,60}:\s*\S")
+# (a key spans no column gap: "Lobular carcinoma      ER:" is a value, then a key)
+_KEY_AT_START = re.compile(r"^[A-Za-z](?:(?!\s{3})[^:\n]){0,60}:\s*\S")
 
 
 def _columns_read_across(raw_lines: list[str]) -> list[str]:
@@ -615,11 +703,30 @@ def _columns_read_across(raw_lines: list[str]) -> list[str]:
             at
             for line, ats in zip(block, gaps, strict=True)
             for at in ats
+            # (a form's boxes before a colon are options of the row, no key of a column:
+            # "Neg ( )   %: 90"; nor is what follows a row's boxes: "Clear [x]   Distance: 1")
             if _KEY_AT_START.match(line[at:])
+            and not re.match(r"[^:]*\[", boxes(line[at:]))
+            and not re.search(r"\[\s*[xX\u2713]?\s*\]", boxes(line[:at]))
         ]
         support = {at: sum(any(abs(g - at) <= 2 for g in ats) for ats in gaps) for at in keyed}
         col = max(support, key=lambda k: (support[k], -k)) if support else 0
-        if not col or support[col] < 2:
+        # The right column's cells are rows of their own ("ER: Positive", or a key OCR
+        # wrapped, "ER"); where few are, the gap sets each row's value off its key ("Size
+        # 35 mm" / "Grade     G2"), and there is one column.
+        cells = [
+            line[at:]
+            for line, ats in zip(block, gaps, strict=True)
+            for at in ats
+            if abs(at - col) <= 2
+        ]
+        rows = sum(
+            1
+            for c in cells
+            if (_KEY_AT_START.match(c) and not re.match(r"[^:]*\[", boxes(c)))
+            or _key_field(c.strip()) in ("er", "pr", "her2_ihc", "her2_ish")
+        )
+        if not col or support[col] < 2 or rows < 2 or 3 * rows < len(cells):
             out.extend(block)
             block.clear()
             return
@@ -629,7 +736,11 @@ def _columns_read_across(raw_lines: list[str]) -> list[str]:
         for line, ats in zip(block, gaps, strict=True):
             at = next((g for g in ats if abs(g - col) <= 2), None)
             wrapped_at_gap, above = len(above) - len(above.rstrip()) >= 3, line
-            if at is None and wrapped_at_gap and not line[:1].isspace():
+            if (
+                at is None
+                and wrapped_at_gap
+                and (not line[:1].isspace() or _KEY_AT_START.match(line.strip()))
+            ):
                 # OCR wrapped the line in the gap: this line is the right column's cell.
                 right.append(line.strip())
                 continue
@@ -700,9 +811,13 @@ def _logical_lines(pages: list[str]) -> list[_Line]:
             boxes_wrapped = previous is not None and re.search(
                 r"\[\s*[xX\u2713]?\s*\]\s*$", boxes(previous.text)
             )
-            if previous is not None and (
-                boxes_wrapped
-                or ("[" in boxes(previous.text) and re.match(r"\s*(?:[a-z]|\[)", boxes(raw)))
+            if (
+                previous is not None
+                and (
+                    boxes_wrapped
+                    or ("[" in boxes(previous.text) and re.match(r"\s*(?:[a-z]|\[)", boxes(raw)))
+                )
+                and not _recognised_row(raw)
             ):
                 previous.text += " " + raw.strip()
                 previous.end = end
@@ -726,7 +841,7 @@ def _logical_lines(pages: list[str]) -> list[_Line]:
             if (
                 previous is not None
                 and raw[:2].isspace()
-                and raw.strip()[:1].islower()
+                and (raw.strip()[:1].islower() or raw.strip()[:1].isdigit())
                 and _KEY_COLON.match(previous.text)
                 and not _recognised_row(raw)
             ):
@@ -772,7 +887,7 @@ def _key_field(key: str) -> str | None:
         return "er"
     if not her2 and ("er" in words or "era" in words):
         return "er"
-    if "progesteron" in k or first in {"pr", "pgr", "pr(1e2)", "pgr(1e2)"}:
+    if "progest" in k or first in {"pr", "pgr", "pr(1e2)", "pgr(1e2)"}:
         return "pr"
     if (k.startswith("pr") or k.startswith("pgr")) and len(k) <= 12 and "proc" not in k:
         return "pr"
@@ -792,11 +907,13 @@ def _key_field(key: str) -> str | None:
         if re.search(r"flnal|overall|status|result$", k):
             return "her2_final"
         return "her2_ihc"
-    if has("margin"):
+    if has("margin", "clearance"):
         return "margins"
     if has("grade") and not has("nuclear", "dcis"):
         return "grade"
-    if words and words[0] in {"nhg", "sbr", "elston"}:
+    if words and (words[0] in {"nhg", "sbr", "elston", "gr"} or "nhg" in words):
+        return "grade"
+    if has("differentiation") and not has("tubul", "gland", "acinar"):
         return "grade"
     # Nottingham's three components on rows of their own, and their sum.
     if has("tubul", "gland", "acinar"):
@@ -829,7 +946,16 @@ def _checked(value: str) -> str | None:
     value = boxes(value)
     if not re.search(r"\[\s*[xX\u2713 ]?\s*\]", value):
         return None
-    picked = re.findall(r"\[\s*[xX\u2713]\s*\]\s*([^\[\n]*?)(?=\s*\[|\s{2,}|$)", value)
+    if re.match(r"\s*\[", value):
+        picked = re.findall(r"\[\s*[xX\u2713]\s*\]\s*([^\[\n]*?)(?=\s*\[|\s{2,}|$)", value)
+    else:
+        # Each box after its option ("Pos [x]   Low [ ]"): the option is the text before it.
+        parts = re.split(r"(\[\s*[xX\u2713 ]?\s*\])", value)
+        picked = [
+            parts[i - 1].strip()
+            for i in range(1, len(parts), 2)
+            if re.search(r"[xX\u2713]", parts[i])
+        ]
     # A lone O or l beside a box is a 0 or a 1 (an IHC score, a grade).
     options = [{"O": "0", "o": "0", "l": "1", "I": "1"}.get(p.strip(), p.strip()) for p in picked]
     return " ".join(options)
@@ -843,7 +969,7 @@ def _form_extras(value: str) -> str:
         ("", r"intensity\s*:\s*(weak|moderate|strong)"),
         ("ratio ", r"ratio\s*:\s*(\d+(?:\.\d+)?)"),
         ("score ", r"score\s*:\s*(\d)"),
-        ("", r"distance\s*:\s*(\d+(?:\.\d+)?\s*mm)"),
+        ("", r"(?:distance|margin\s+at|clearance)\s*:\s*(\d+(?:\.\d+)?\s*mm)"),
     ):
         m = re.search(pattern, value, re.IGNORECASE)
         if m:
@@ -915,8 +1041,19 @@ def _candidates(lines: list[_Line]) -> list[_Candidate]:
         f = fold(text)
         shorts = set(re.findall(r"(?<![A-Za-z])(ER|PR|PgR|PGR)(?![A-Za-z])", text))
         shorts = {m.upper() for m in shorts}
+        last = ""
         for clause in re.split(r";|(?<=[a-z%)\]])\.(?:\s|$)", f):
             if not clause.strip():
+                continue
+            if (
+                last.startswith("her2")
+                and not _MARKER_IN_TEXT.search(clause)
+                and re.search(r"\b(?:[fscd]\s?)?i\s?s\s?h\b|in\s*situ", clause)
+                and re.search(r"ampllf", squash(clause))
+            ):
+                # "HER2 2+ (equivocal); ISH not amplified": the clause after HER2's goes on
+                # about it.
+                found.append(_Candidate("her2_ish", clause.strip(" ,:"), line, 1))
                 continue
             # "er" / "pr" are markers only where the page writes them in capitals (OCR breaks
             # words into fragments like "und er").
@@ -942,13 +1079,14 @@ def _candidates(lines: list[_Line]) -> list[_Candidate]:
                     found.append(_Candidate(which, "", line, 1, _why_withheld(clause)))
                     continue
                 found.append(_Candidate(which, segment.strip(" ,:"), line, 1))
+                last = which
         if _MARKER_IN_TEXT.search(f):
             continue
-        if _carcinoma(f) or re.search(r"\b(?:idc|ilc)\b", f):
+        if _carcinoma(f) or re.search(r"\b(?:idc|ilc)\b", f) or _ICDO_CODE.search(text):
             found.append(_Candidate("histology", text, line, 1))
-        if re.search(r"grade|differentiated|nottingham|\bnhg|elston|bloom", f) and not re.search(
-            r"nuclear\s+grade", f
-        ):
+        if re.search(
+            r"grade|differentiated|nottingham|\bnhg|elston|bloom|\bg[123]\b", f
+        ) and not re.search(r"nuclear\s+grade", f):
             found.append(_Candidate("grade", text, line, 1))
         if re.search(r"margln|lnkontumo|tumou?ratlnk", squash(f)) and not kv:
             found.append(_Candidate("margins", text, line, 1))
@@ -1063,8 +1201,10 @@ def _her2_reading(cands: list[_Candidate]) -> Reading | None:
             0,
             withheld.withheld,
         )
-    score, _, stated = her2_parts(ihc_best.value) if ihc_best else (None, "", "")
-    ish_result = _ish_result(ish_best.value) if ish_best else ""
+    score, own_ish, stated = her2_parts(ihc_best.value) if ihc_best else (None, "", "")
+    # An ISH row decides; else a result the IHC value states of its own ("Equivocal (2+),
+    # reflexed to FISH: not amplified").
+    ish_result = _ish_result(ish_best.value) if ish_best else own_ish
     if ish_best is not None and ihc_best is None:
         stated = ""
     value = her2_combine(score, ish_result, stated)
@@ -1112,7 +1252,22 @@ def _is_breast(pages: tuple[str, ...]) -> bool:
         or "mammary" in squashed
         or "estrogenreceptor" in squashed
         or re.search(r"\ber\b\s*[:(]", text)
+        # A letter or comment that names no organ: two of the breast's markers (ER, PR, HER2).
+        or _markers_named("\n".join(pages), squashed) >= 2
+        # ... or a name only the breast's tumours and grades have.
+        or bool(re.search(r"\b(?:idc|ilc)\b|nottingham|elston|bloom-richardson", text))
+        or "lobularcarclnoma" in squashed
+        or ("lobular" in squashed and _carcinoma(text))
     )
+
+
+def _markers_named(page: str, squashed: str) -> int:
+    """How many of ER, PR and HER2 the text names (the short names only in capitals)."""
+    hormone = "hormonereceptor" in squashed  # (ER and PR by their common name)
+    er = hormone or "estrogen" in squashed or bool(re.search(r"\bE\.?R\b", page))
+    pr = hormone or "progest" in squashed or bool(re.search(r"\bP\.?g?R\b", page))
+    her2 = "her2" in squashed or "erbb2" in squashed
+    return er + pr + her2
 
 
 _SIZE = re.compile(

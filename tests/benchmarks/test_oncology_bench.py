@@ -38,11 +38,13 @@ def test_the_split_is_frozen_and_covers_every_layout():
     assert not set(split["build"]) & set(split["held_out"])
     layouts = set(pathgen.LAYOUTS) | set(pathgen.NEW_LAYOUTS)
     assert {t.split("/")[0] for t in split["held_out"]} == layouts
-    # The first wave's held-out list stays as it was frozen; the second wave adds h to it.
+    # The first wave's held-out list stays as it was frozen; the second wave adds h to it, the
+    # third k.
     assert split["held_out_first_wave"] == [f"{lay}/c" for lay in pathgen.LAYOUTS]
     assert set(split["held_out"]) - set(split["held_out_first_wave"]) == {
-        t for t in pathgen.templates() if t.endswith("/h")
+        t for t in pathgen.templates() if t.endswith(("/h", "/k"))
     }
+    assert {t.split("/")[0] for t in split["held_out"] if t.endswith("/k")} == layouts
 
 
 def test_first_wave_documents_are_byte_identical_to_those_measured():
@@ -55,6 +57,56 @@ def test_first_wave_documents_are_byte_identical_to_those_measured():
                 d = pathgen.generate(f"{layout}/{v}", i)
                 h.update(json.dumps([d.key, d.text, d.truth, d.features], sort_keys=True).encode())
     assert h.hexdigest() == "f2fab0aeb64280207dc9164bda6f8e411f0ac2fe1186c70807d8532591135f4e"
+
+
+def test_earlier_waves_documents_are_byte_identical_after_the_third_wave():
+    # Hash of every template of the first two waves (a-h, twocol, letter; 10 documents each) as
+    # generated before the third wave was added.
+    h = hashlib.sha256()
+    earlier = [t for t in pathgen.templates() if t.split("/")[1] not in pathgen.THIRD_VARIANTS]
+    assert len(earlier) == 36
+    for template in earlier:
+        for i in range(10):
+            d = pathgen.generate(template, i)
+            h.update(json.dumps([d.key, d.text, d.truth, d.features], sort_keys=True).encode())
+    assert h.hexdigest() == "28facba4e3d9606a9ae449e2bba18202c295d151f80c47d35c40e51ec9e0655b"
+
+
+def test_third_wave_held_out_variant_shares_no_wording_with_its_build_variants():
+    pools = [
+        *pathgen.THIRD_LABELS.values(),
+        *pathgen.HISTOLOGY3.values(),
+        pathgen.THIRD_STYLES,
+    ]
+    for pool in pools:
+        held = {pathgen.pick3(random.Random(i), "k", pool) for i in range(60)}
+        build = {pathgen.pick3(random.Random(i), v, pool) for i in range(60) for v in "ij"}
+        assert held and build and not held & build
+    # The receptor, HER2, grade and margin wordings: k's never equal i's or j's.
+    for seed in range(40):
+        rng = random.Random(seed)
+        tumour = pathgen._tumour(rng, "a")
+        for fn in (pathgen.grade3, pathgen.margin3):
+            k = {fn(random.Random(i), "k", tumour) for i in range(30)}
+            ij = {fn(random.Random(i), v, tumour) for i in range(30) for v in "ij"}
+            assert not k & ij
+    # Where the third wave draws an earlier pool, k draws c's (held out), i and j a's and b's.
+    old = pathgen.LABELS["er"]
+    assert {pathgen.pick(random.Random(i), "k", old) for i in range(60)} == set(old[2::3])
+    assert not {pathgen.pick(random.Random(i), "i", old) for i in range(60)} & set(old[2::3])
+
+
+def test_a_receptor_percentage_in_the_truth_is_printed_in_the_report():
+    # Ranges, Allred and H-scores state no exact percentage: the truth then states none either.
+    for template in ("synoptic/i", "synoptic/j", "table/i", "table/j", "narrative/j"):
+        for i in range(40):
+            doc = pathgen.generate(template, i)
+            for name in ("er_status", "pr_status"):
+                value = doc.truth[name] or ""
+                if "%" in value:
+                    pct = value.split("(")[1].split(",")[0]
+                    text = doc.text.replace(" ", "").replace("O", "0").replace("l", "1")
+                    assert pct in text
 
 
 def test_second_wave_held_out_variant_shares_no_wording_with_its_build_variants():
