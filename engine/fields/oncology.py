@@ -566,6 +566,11 @@ class _Line:
     bare_key: bool = False  # a key alone, its value indented on the next line
     tumour: int = 0  # the tumour section it stands in (1, 2, ...; 0 none)
 
+    def join(self, raw: str, end: int, separator: str = " ") -> None:
+        """The next line of the page read as the rest of this one."""
+        self.text += separator + raw.strip()
+        self.end = end
+
 
 _KEY_VALUE = re.compile(
     r"^\s*(?:[-*\u2022]\s*)?(?P<k>(?:[A-Za-z]|[01](?=[A-Za-z]))[^:|\t\n.;%=]{0,60}?)\s*(?::|\s\|\s|\t|\s-\s|\s=\s|\s{2,})\s*(?P<v>.*)$"
@@ -819,8 +824,7 @@ def _logical_lines(pages: list[str]) -> list[_Line]:
                 )
                 and not _recognised_row(raw)
             ):
-                previous.text += " " + raw.strip()
-                previous.end = end
+                previous.join(raw, end)
                 continue
             if (
                 previous is not None
@@ -831,12 +835,8 @@ def _logical_lines(pages: list[str]) -> list[_Line]:
                 # (An indented list of rows under a heading is no value of the heading.)
                 # A key on a line of its own, its value indented on the next.
                 # (joined by spaces, as the page has them: the row is quoted from the page)
-                previous.text = (
-                    previous.text.rstrip()
-                    + ("  " if previous.text.rstrip()[-1:] != ":" else " ")
-                    + raw.strip()
-                )
-                previous.end = end
+                previous.text = previous.text.rstrip()
+                previous.join(raw, end, "  " if previous.text[-1:] != ":" else " ")
                 continue
             if (
                 previous is not None
@@ -847,8 +847,7 @@ def _logical_lines(pages: list[str]) -> list[_Line]:
             ):
                 # The rest of a row's value, wrapped and indented below it ("Tumour type:
                 # Invasive lobular" / "  carcinoma, classic").
-                previous.text += " " + raw.strip()
-                previous.end = end
+                previous.join(raw, end)
                 continue
             if (
                 previous is not None
@@ -860,8 +859,7 @@ def _logical_lines(pages: list[str]) -> list[_Line]:
                 and not re.search(r"\s\|\s|\t|\s{3,}", raw)
                 and not re.search(r"[.:]\s*$", previous.text)
             ):
-                previous.text += " " + raw.strip()
-                previous.end = end
+                previous.join(raw, end)
                 continue
             line = _Line(raw, number, start, end, block, history, addendum, node, bare_key, tumour)
             lines.append(line)
