@@ -215,10 +215,13 @@ def test_a_report_that_is_not_a_breast_report_is_not_read():
 # -- properties over the generator's build templates ----------------------------------------------
 
 BUILD = [t for t in pathgen.templates() if pathgen.split_of(t) == "build"]
+# The first three waves' build templates, which the reader reads in full; the fourth wave's (l,
+# m) have a property of their own below (a rate of contradictions, as i and j had at first).
+BUILD_READ_IN_FULL = [t for t in BUILD if t.split("/")[1] not in pathgen.FOURTH_VARIANTS]
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(BUILD), st.integers(min_value=1000, max_value=100_000))
+@given(st.sampled_from(BUILD_READ_IN_FULL), st.integers(min_value=1000, max_value=100_000))
 def test_any_generated_report_gives_the_true_canonical_values(template, index):
     doc = pathgen.generate(template, index)
     got = oncology.read([doc.text])
