@@ -347,17 +347,19 @@ _TYPE_WORD = re.compile(
 
 # A tumour type named by its type word and "invasive" with no "carcinoma" ("Lobular,
 # invasive", "Ductal and lobular, invasive (mixed)").
+_TYPE_WORDS = "|".join(_loose(w) for w in ("mucinous", "colloid", "lobular", "tubular", "ductal"))
 _TYPE_INVASIVE = re.compile(
-    r"^\s*((?:"
-    + "|".join(_loose(w) for w in ("mucinous", "colloid", "lobular", "tubular", "ductal"))
-    + r")(?:\s+and\s+\w+)?),?\s+(?:invasive|infiltrating)\b",
+    # (at the value's start, or anywhere set off by a comma: "It contains lobular, invasive")
+    rf"^\s*((?:{_TYPE_WORDS})(?:\s+and\s+\w+)?),?\s+(?:invasive|infiltrating)\b"
+    rf"|\b((?:{_TYPE_WORDS})(?:\s+and\s+\w+)?),\s+(?:invasive|infiltrating)\b"
+    r"(?!\s+(?:carcinoma|ca\b))",
     re.IGNORECASE,
 )
 
 
 def _expand_ca(text: str) -> str:
     text = _CA.sub(lambda m: f"{m[1]} carcinoma", text)
-    text = _TYPE_INVASIVE.sub(lambda m: f"{m[0]} carcinoma", text)
+    text = _TYPE_INVASIVE.sub(lambda m: f"{m[1] or m[2]} carcinoma (invasive)", text)
     return _TYPE_WORD.sub(lambda m: f"{m[1]}{m[2]} carcinoma", text)
 
 
@@ -494,6 +496,9 @@ def margins_canonical(text: str) -> str | None:
         # more than nothing, involved at 0 mm.
         distance = float(mm.group(1)) if mm else float(cm.group(1)) * 10 if cm else None
         if distance is None:
+            # "less than 1 mm from the margin": a distance, though stated as a bound, from it.
+            if re.search(r"<\s*\d+(?:\.\d+)?\s*(?:mm|cm)\s+(?:from|to)\b", f):
+                return "not involved"
             return None
         if distance == 0:
             return "involved"
@@ -505,9 +510,10 @@ def margins_canonical(text: str) -> str | None:
 
 
 _COMPONENT_WORDS = (
-    r"tubul\w*|gland\w*|acin\w*",
-    r"nucle\w*|pleomorph\w*",
-    r"mitos\w*|mitot\w*",
+    # (OCR may break a word once: "Tubu les", "nuc lei", "rnitoses")
+    rf"{_loose('tubul')}\w*|{_loose('gland')}\w*|acin\w*",
+    rf"{_loose('nucle')}\w*|{_loose('pleomorph')}\w*",
+    r"(?:m|rn)\s?" + rf"{_loose('itos')}\w*|(?:m|rn)\s?{_loose('itot')}\w*",
 )
 
 
@@ -526,10 +532,10 @@ def _component_sum(f: str) -> int | None:
     for words in _COMPONENT_WORDS:
         m = re.search(
             rf"\b(?:{words})(?:\s+(?:formation|score|count|rate|pleomorphism|figures))?\s*"
-            r"[:=]?\s*([123])\b(?!\.\d|\d)",
+            r"[:=]?\s*([123]|l(?=\s*[,.;)]|\s*$))\b(?!\.\d|\d)",
             f,
         )
-        found.append(int(m.group(1)) if m else 0)
+        found.append((int(m.group(1)) if m.group(1).isdigit() else 1) if m else 0)
     # (folding reads a 1 between letters as an l: "T2P1M2" is "t2plm2")
     tpm = re.search(r"\bt\s?([123il])\s?p\s?([123il])\s?m\s?([123il])\b", f)
     if tpm:
@@ -876,7 +882,13 @@ _ROW_VALUE = {
 }
 
 
-def _no_separator(text: str) -> re.Match[str] | None:
+def _opens_with_key(text: str) -> bool:
+    """The line opens with a key the reader knows and goes on after it (its value may be
+    wrapped onto the next line: "Hist. type Carcinoma of" / "  breast, mucinous")."""
+    return _no_separator(text, strict=False) is not None
+
+
+def _no_separator(text: str, strict: bool = True) -> re.Match[str] | None:
     """A key and its value with no separator between ("Oestr. Positive", "Mgns 4 mm"): the
     shortest start of the line that names a field, with the words that carry a key on, where
     what follows reads as that field's value (a meaning, a form's boxes or a reason it is not
@@ -887,9 +899,10 @@ def _no_separator(text: str) -> re.Match[str] | None:
             break
     else:
         return None
-    if fold(words[n - 1].group(0)).strip(".") in {"er", "pr", "pgr"} and not words[
-        n - 1
-    ].group(0).isupper():
+    if (
+        fold(words[n - 1].group(0)).strip(".") in {"er", "pr", "pgr"}
+        and not words[n - 1].group(0).isupper()
+    ):
         return None  # ("er" / "pr" name a marker only in capitals: OCR's "und er")
     end = words[n - 1].end()
     folded = fold(text)  # (letter for letter: "lSH" is "ISH")
@@ -904,6 +917,8 @@ def _no_separator(text: str) -> re.Match[str] | None:
     field = _as_key(key.replace(".", " "))
     if field is None or not value:
         return None
+    if not strict:
+        return _row_match(text, end, len(text) - len(value))
     if field == "her2_ish":
         known = bool(her2_parts(value)[1])
     elif field in _ROW_VALUE:
@@ -930,7 +945,7 @@ def _starts_row(raw: str) -> bool:
         return True
     if re.match(r"^\s*[A-Za-z][^:\n]{0,40}?\s\.{3,}\s*\S", raw):
         return True  # a key, leader dots, a value
-    if _recognised_row(raw):
+    if _recognised_row(raw) or _opens_with_key(raw):
         return True
     m = _KEY_VALUE.match(_as_row(raw))
     if not m or not m.group("v").strip():
@@ -1054,7 +1069,13 @@ def _columns_read_across(raw_lines: list[str]) -> list[str]:
                 # OCR wrapped the line in the gap: this line is the right column's cell.
                 right.append(line.strip())
                 continue
-            if at is None and right and ":" not in right[-1] and not line[:1].isspace():
+            if (
+                at is None
+                and right
+                and ":" not in right[-1]
+                and not line[:1].isspace()
+                and not _cell_is_row(right[-1])
+            ):
                 # OCR wrapped the line inside the right column's key ("ER" / "(clone 6F11):
                 # Negative"): the rest is that cell's.
                 right[-1] += " " + line.strip()
@@ -1170,7 +1191,10 @@ def _logical_lines(pages: list[str]) -> list[_Line]:
                         (raw.strip()[:1].islower() or raw.strip()[:1].isdigit())
                         and _KEY_COLON.match(previous.text)
                     )
-                    or (raw[:4].isspace() and _recognised_row(previous.text))
+                    or (
+                        raw[:4].isspace()
+                        and (_recognised_row(previous.text) or _opens_with_key(previous.text))
+                    )
                 )
                 and not _recognised_row(raw)
             ):
@@ -1255,12 +1279,13 @@ def _repaired(key: str) -> str:
 @lru_cache(maxsize=4096)
 def _key_field(key: str) -> str | None:
     """The field a key names, also when OCR damaged one of its words by a letter."""
-    field = _key_field_exact(key)
-    if field is None:
-        repaired = _repaired(key)
-        if repaired != fold(key):
-            field = _key_field_exact(repaired)
-    return field
+    repaired = _repaired(key)
+    if repaired != fold(key):
+        # (the repaired word decides: "histologic qrade" is a grade's key, not a type's)
+        field = _key_field_exact(repaired)
+        if field is not None:
+            return field
+    return _key_field_exact(key)
 
 
 # Keys: each field's key, as squashed text (see ``squash``).
