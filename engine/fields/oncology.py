@@ -470,7 +470,7 @@ _MARGIN_INVOLVED = re.compile(
 
 def margins_canonical(text: str) -> str | None:
     f = re.sub(r"\s+", " ", fold(boxes(text)))
-    f = re.sub(r"(?<![a-z0-9.])[li](?= ?mm\b)", "1", f)  # OCR's "l mm"
+    f = re.sub(r"(?<![a-z0-9.])[li](?= ?[cm]m\b)", "1", f)  # OCR's "l mm", "lcm"
     f = re.sub(r"(?<=\d)(\s?)(?:mrn|rnm|rnrn)\b", r"\1mm", f)  # OCR's "3 mrn", "3 rnm"
     f = re.sub(r"(?<=\d)(\s?)millimet(?:er|re)s?\b", r"\1mm", f)
     f = re.sub(r"(?<=\d)(\s?)centimet(?:er|re)s?\b", r"\1cm", f)
@@ -577,6 +577,12 @@ def unsure(name: str, text: str | None) -> str:
     close with no distance."""
     if not text:
         return ""
+    picked = _checked(text)
+    if picked:
+        # A form's row: what it states is the options checked ("Grade 1 \u2713    Grade 2":
+        # the options left bare or in empty boxes are printed choices).
+        extras = _form_extras(text)
+        text = f"{picked} ({extras})" if extras else picked
     text = _drop_unchecked(boxes(text))
     f = re.sub(r"\s+", " ", fold(text))
     if name == "grade":

@@ -1060,3 +1060,18 @@ def test_fourth_wave_build_reports_rarely_contradict_the_truth_where_the_reader_
                     wrong += not oncology.same(name, expected, reading.canonical)
     assert sure > 500
     assert wrong <= 0.01 * sure
+
+
+@pytest.mark.parametrize(
+    ("name", "row"),
+    [
+        ("grade", "Grade 1 \u2713    Grade 2    Grade 3"),
+        ("grade", "[v] Grade 1    [ ] Grade 2    [ ] Grade 3"),
+        ("grade", "* Grade 1    Grade 2    Grade 3"),
+        ("margins", "Positive    \u2713 Negative"),
+        ("margins", "Positive <x>    Negative < >"),
+    ],
+)
+def test_options_left_bare_or_unchecked_before_their_boxes_raise_no_doubt(name, row):
+    assert oncology.canonical(name, row) is not None
+    assert oncology.unsure(name, row) == ""
