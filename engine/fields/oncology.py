@@ -1195,7 +1195,11 @@ def _logical_lines(pages: list[str]) -> list[_Line]:
                 and (
                     (
                         (raw.strip()[:1].islower() or raw.strip()[:1].isdigit())
-                        and _KEY_COLON.match(previous.text)
+                        and (
+                            _KEY_COLON.match(previous.text)
+                            or _recognised_row(previous.text)
+                            or _opens_with_key(previous.text)
+                        )
                     )
                     or (
                         raw[:4].isspace()

@@ -1021,10 +1021,13 @@ def test_a_value_wrapped_onto_the_next_line_under_any_row():
         "           breast, mucinous\n"
         "Estrogen receptor (ER) - Strongly positive in\n"
         "    >50% of cells\n"
+        "Nott. grade\t\t\tNuclear 1, tubular 3,\n"
+        "   mitotic 2 - total 6\n"
     )
     got = canon(report)
     assert got["histology"] == "8480/3 mucinous carcinoma"
     assert got["er_status"] == "positive (strong)"
+    assert got["grade"] == "grade 2 (score 6)"
 
 
 def test_two_columns_whose_rows_have_no_colon_are_read_down():
