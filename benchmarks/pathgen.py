@@ -3,7 +3,8 @@
 A *template* is a layout (synoptic checklist, narrative, table, institution form; a two-column
 page and a letter in the second wave) and a wording variant (``a``-``e``; the second wave's
 ``f``, ``g`` build and ``h`` held out, see ``NEW_VARIANTS``; the third wave's ``i``, ``j`` build
-and ``k`` held out, see ``THIRD_VARIANTS``); every phrase the generator
+and ``k`` held out, see ``THIRD_VARIANTS``; the fourth wave's ``l``, ``m`` build and ``n`` held
+out, see ``FOURTH_VARIANTS``); every phrase the generator
 writes comes from a pool of wordings, and variant ``v`` draws only from the wordings at the
 positions that variant owns, so a held-out variant shares no wording choice with the build
 variants. Every document also draws
@@ -33,7 +34,7 @@ import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 SPLIT_FILE = Path(__file__).resolve().parent / "pathgen_split.json"
 LAYOUTS = ("synoptic", "narrative", "table", "form")
@@ -65,14 +66,28 @@ NEW_LAYOUTS = ("twocol", "letter")
 THIRD_BUILD = ("i", "j")
 THIRD_HELD = ("k",)
 THIRD_VARIANTS = THIRD_BUILD + THIRD_HELD
+# A fourth wave (issue 37, after k was measured and so spent): l and m build, n held out, for every
+# layout, with pools of their own (``FOURTH_*``: positions l 0, 3, ...; m 1, 4, ...; n 2, 5, ...)
+# written from the classes of real report wording no earlier build variant writes: separators
+# (" - ", "is", none, tab runs, ":-", " -- "), check marks of every style before and after their
+# option, receptors by H-score, "percent" in words, bucketed ranges and "<1%", intensity as an
+# adverb or a 1+-3+ score, HER2 ISH by ratio and copy number alone, grade by its component scores
+# alone, margins by distance in cm or "less than" a bound, values wrapped onto the next line, keys
+# abbreviated or damaged by OCR beyond l/1 and O/0. Where it draws an earlier pool (header,
+# history, specimen), l and m draw a's and b's, n c's.
+FOURTH_BUILD = ("l", "m")
+FOURTH_HELD = ("n",)
+FOURTH_VARIANTS = FOURTH_BUILD + FOURTH_HELD
 FIELDS = ("histology", "grade", "margins", "er_status", "pr_status", "her2_status")
+T = TypeVar("T")
 
 
 def templates() -> list[str]:
     first = [f"{layout}/{variant}" for layout in LAYOUTS for variant in VARIANTS + BUILD_EXTRA]
     second = [f"{layout}/{v}" for layout in (*LAYOUTS, "twocol") for v in NEW_VARIANTS]
     third = [f"{layout}/{v}" for layout in (*LAYOUTS, *NEW_LAYOUTS) for v in THIRD_VARIANTS]
-    return first + second + ["letter/h"] + third
+    fourth = [f"{layout}/{v}" for layout in (*LAYOUTS, *NEW_LAYOUTS) for v in FOURTH_VARIANTS]
+    return first + second + ["letter/h"] + third + fourth
 
 
 def split() -> dict[str, list[str]]:
@@ -94,8 +109,8 @@ def pick(
     extra: list[str] | None = None,
     new: list[str] | None = None,
 ) -> str:
-    if variant in THIRD_VARIANTS:
-        held = variant in THIRD_HELD
+    if variant in THIRD_VARIANTS or variant in FOURTH_VARIANTS:
+        held = variant in THIRD_HELD or variant in FOURTH_HELD
         return rng.choice([w for i, w in enumerate(pool) if (i % 3 == 2) == held] or pool)
     if variant in NEW_VARIANTS:
         k = NEW_VARIANTS.index(variant)
@@ -229,6 +244,8 @@ class Receptor:
     # False once the report states no exact percentage (a range, an Allred or H-score alone):
     # the truth then has none either.
     exact: bool = True
+    # False once the report states no intensity (an H-score alone): the truth then has none.
+    intensity_shown: bool = True
 
     @property
     def category(self) -> str:
@@ -240,7 +257,9 @@ class Receptor:
         if self.category == "negative":
             return "negative"
         if not self.exact:
-            return f"{self.category} ({self.intensity})"
+            return f"{self.category} ({self.intensity})" if self.intensity_shown else self.category
+        if not self.intensity_shown:
+            return f"{self.category} ({self.percent}%)"
         return f"{self.category} ({self.percent}%, {self.intensity})"
 
 
@@ -278,6 +297,8 @@ class Tumour:
     margin_involved: bool
     margin_mm: float
     margin_side: str
+    # False once the report states the distance only as a bound ("less than 1 mm").
+    margin_exact: bool = True
 
     @property
     def score(self) -> int:
@@ -2514,6 +2535,721 @@ def _addendum3(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
     return lines
 
 
+# -- the fourth wave's layouts (variants l, m build; n held out) -----------------------------------
+
+
+def pick4(rng: random.Random, v: str, pool: list[T]) -> T:
+    """A fourth-wave wording: l owns positions 0, 3, ...; m 1, 4, ...; n 2, 5, ..."""
+    k = FOURTH_VARIANTS.index(v)
+    return rng.choice([w for i, w in enumerate(pool) if i % 3 == k])
+
+
+FOURTH_LABELS: dict[str, list[str]] = {
+    "histology": [
+        "Tumor histotype",
+        "Hist. type",
+        "Morphology (WHO)",
+        "Carcinoma type",
+        "Histol. dx",
+        "Invasive tumor type",
+    ],
+    "grade": [
+        "Combined histologic grade",
+        "Nott. grade",
+        "Modified Bloom-Richardson",
+        "Histo grade",
+        "MBR grade",
+        "Overall grade (Elston)",
+    ],
+    "margins": [
+        "Margin status",
+        "Marg.",
+        "Surgical margins (inked)",
+        "Resection margins",
+        "Mgns",
+        "Excision margins",
+    ],
+    "er": [
+        "Estrogen receptor (ER)",
+        "Estr. rec.",
+        "ER-alpha",
+        "Estrogen Receptor (SP1)",
+        "Oestr.",
+        "ER (6F11)",
+    ],
+    "pr": [
+        "Progesterone receptor (PgR)",
+        "Progest.",
+        "PgR status",
+        "Progesterone Receptor (1E2)",
+        "Prog. rec.",
+        "PR (16)",
+    ],
+    "her2_ihc": [
+        "HER2 immunohistochemistry",
+        "HER-2",
+        "HER2/neu (4B5)",
+        "Her2 IHC score",
+        "HER 2",
+        "ERBB2 IHC",
+    ],
+    "her2_ish": [
+        "HER2 FISH",
+        "HER-2 ISH",
+        "HER2 gene (ISH)",
+        "Her2 DISH",
+        "HER 2 FISH",
+        "ERBB2 gene amplification",
+    ],
+}
+
+# OCR damage to keys of its own (positions l, m, n): a letter dropped, g read as q (l); e read
+# as c, h as b (m); two letters swapped, "cl" read as "d" (n).
+FOURTH_KEY_OCR = ["drop", "e>c", "swap", "g>q", "h>b", "cl>d"]
+
+
+def key_ocr4(rng: random.Random, v: str, key: str) -> str:
+    if rng.random() >= 0.35:
+        return key
+    kind = pick4(rng, v, FOURTH_KEY_OCR)
+    letters = [i for i, ch in enumerate(key) if ch.isalpha()]
+    if kind == "drop":
+        inner = [i for i in letters if 0 < i < len(key) - 1 and key[i - 1].isalpha()]
+        if inner:
+            i = rng.choice(inner)
+            return key[:i] + key[i + 1 :]
+        return key
+    if kind == "swap":
+        pairs = [i for i in letters if i + 1 < len(key) and key[i + 1].isalpha() and i > 0]
+        pairs = [i for i in pairs if key[i] != key[i + 1]]
+        if pairs:
+            i = rng.choice(pairs)
+            return key[:i] + key[i + 1] + key[i] + key[i + 2 :]
+        return key
+    a, b = kind.split(">")
+    spots = [m.start() for m in re.finditer(re.escape(a), key)]
+    if spots:
+        i = rng.choice(spots)
+        return key[:i] + b + key[i + len(a) :]
+    return key
+
+
+def label4(rng: random.Random, v: str, key: str) -> str:
+    return key_ocr4(rng, v, pick4(rng, v, FOURTH_LABELS[key]))
+
+
+def receptor4(rng: random.Random, v: str, r: Receptor) -> str:
+    """A receptor's value as H-score, "percent" in words, bucketed ranges, "<1%", intensity as
+    an adverb or a 1+-3+ score (the truth states no percentage or intensity the text omits)."""
+    if r.category == "negative":
+        return pick4(
+            rng,
+            v,
+            [
+                "H-score 0",
+                "0 percent of nuclei",
+                "H score = 0",
+                "less than 1% (negative)",
+                "no reactivity (0 percent)",
+                "< 1 per cent; negative",
+            ],
+        )
+    p, i = r.percent, r.intensity
+    strength = {"weak": 1, "moderate": 2, "strong": 3}[i]
+    h = p * strength
+    cat = r.category
+    bucket = "1-10%" if p <= 10 else "11-50%" if p <= 50 else ">50%"
+    bucket_n = (
+        "1 to 10 per cent" if p <= 10 else "11 to 50 per cent" if p <= 50 else "over 50 per cent"
+    )
+    adverb = {"weak": "weakly", "moderate": "moderately", "strong": "strongly"}[i]
+    k = pick4(rng, v, [0, 1, 2, 3, 4, 5])
+    if k == 0:
+        # An H-score alone decides the category only above 30 (more than 10% of cells).
+        text = f"H-score {h}" if h > 30 else f"{cat.capitalize()} (H-score {h})"
+        r.exact, r.intensity_shown = False, False
+    elif k == 1:
+        text = f"{p} percent, {i} intensity"
+    elif k == 2:
+        text = f"H score = {h} ({i})" if h > 30 else f"{cat} - H score = {h} ({i})"
+        r.exact = False
+    elif k == 3:
+        text = f"{adverb.capitalize()} positive in {bucket} of cells"
+        r.exact = False
+    elif k == 4:
+        text = f"{p}% nuclei staining, intensity {strength}+ ({i})"
+    else:
+        text = f"{i} nuclear staining, {bucket_n} of cells"
+        r.exact = False
+    return text
+
+
+def _her2_desc(ihc: int, k: int) -> str:
+    if k == 0:
+        return [
+            "no staining observed",
+            "faint, incomplete membrane staining",
+            "weak to moderate complete membrane staining",
+            "circumferential, complete, intense membrane staining",
+        ][ihc]
+    return [
+        "no membrane staining",
+        "incomplete faint membrane staining in >10% of cells",
+        "weak-moderate complete staining in >10%",
+        "complete intense staining in >10%",
+    ][ihc]
+
+
+def her2_4(rng: random.Random, v: str, h: Her2, *, with_ish: bool) -> str:
+    """HER2's IHC value (a score with the CAP description of its staining); with ``with_ish``
+    the reflexed ISH stated by its ratio and copy number in the same value."""
+    word = {0: "negative", 1: "negative", 2: "equivocal", 3: "positive"}[h.ihc]
+    s = f"{h.ihc}+" if h.ihc else "0"
+    if with_ish:
+        c = her2_copies(h)
+        return pick4(
+            rng,
+            v,
+            [
+                f"{s} equivocal; reflex ISH ratio {h.ratio}, {c} HER2 copies per cell",
+                f"Equivocal {s} - FISH {h.ratio} (ratio), mean HER2 {c} signals",
+                f"{s} (equivocal), HER2:CEP17 {h.ratio} with {c} copies/cell on ISH",
+                f"Borderline {s}, ISH: ratio {h.ratio} / copy number {c}",
+                f"{s}, reflexed; HER2/CEP17 {h.ratio}, average copies {c}",
+                f"{s} equivocal -> dual ISH {h.ratio}, {c} signals per nucleus",
+            ],
+        )
+    return pick4(
+        rng,
+        v,
+        [
+            f"{s} ({_her2_desc(h.ihc, 0)})",
+            f"{word.capitalize()} (score {s} on a 0-3+ scale)",
+            f"{_her2_desc(h.ihc, 1)} ({s})",
+            f"{word} [{s}]",
+            f"Staining {s}; {word}",
+            f"{word} (IHC {s}, {_her2_desc(h.ihc, 1)})",
+        ],
+    )
+
+
+def her2_copies(h: Her2) -> float:
+    """The mean HER2 copy number of an ISH result: 4 or more when amplified (ASCO/CAP group 1,
+    ratio >= 2), under 4 when not (group 5, ratio < 2)."""
+    if h.ish == "amplified":
+        return round(max(4.2, h.ratio * 2.1), 1)
+    return round(min(3.6, max(1.6, h.ratio * 1.9)), 1)
+
+
+def her2_ish4(rng: random.Random, v: str, h: Her2) -> str:
+    """An ISH result stated by its ratio and copy number, with or without the word."""
+    word = "amplified" if h.ish == "amplified" else "not amplified"
+    r, c = h.ratio, her2_copies(h)
+    cep = round(c / r, 1)
+    return pick4(
+        rng,
+        v,
+        [
+            f"HER2/CEP17 ratio {r}; mean HER2 copy number {c} per cell",
+            f"ratio {r} (HER2 {c} signals/nucleus)",
+            f"HER2:CEP17 = {r}, average HER2 copies {c}/cell",
+            f"{word.capitalize()} (ratio {r}, {c} copies)",
+            f"mean HER2 signals {c}, CEP17 {cep}, ratio {r}",
+            f"{r} (ratio), {c} HER2 signals per cell - {word}",
+        ],
+    )
+
+
+def grade4(rng: random.Random, v: str, t: Tumour) -> str:
+    """A grade given by its component scores or total alone, with no grade stated."""
+    a, b, c, s = t.tubules, t.nuclei, t.mitoses, t.score
+    return pick4(
+        rng,
+        v,
+        [
+            f"Tubules {a}, nuclei {b}, mitoses {c}",
+            f"T{a}P{b}M{c} (total {s})",
+            f"tubule formation = {a}; pleomorphism = {b}; mitotic rate = {c}",
+            f"Score {s} of 9 (tubular {a}, nuclear {b}, mitotic {c})",
+            f"Nuclear {b}, tubular {a}, mitotic {c} - total {s}",
+            f"total score {s} ({a}/{b}/{c})",
+        ],
+    )
+
+
+def margin4(rng: random.Random, v: str, t: Tumour) -> str:
+    """A margin by its distance in mm or cm, "less than" a bound, or ink on the tumour."""
+    side, mm = t.margin_side, t.margin_mm
+    cm = f"{mm / 10:g}"
+    if t.margin_involved:
+        return pick4(
+            rng,
+            v,
+            [
+                f"Positive for carcinoma at {side} margin",
+                f"0 mm, tumor present at {side} inked margin",
+                f"Invasive carcinoma transects the {side} margin",
+                f"Tumor on ink ({side})",
+                f"Involved ({side}), distance 0 mm",
+                f"Ink on tumor, {side} aspect",
+            ],
+        )
+    k = pick4(rng, v, [0, 1, 2, 3, 4, 5])
+    if k == 0:
+        return f"{cm} cm from {side} margin"
+    if k == 1:
+        return f"Distance {mm:g}mm ({side})"
+    if k == 2:
+        return f"Tumor {cm} cm away from the {side} margin"
+    if k == 3:
+        if mm < 1:
+            t.margin_exact = False
+            return f"less than 1 mm from the {side} margin"
+        return f"{mm:g} millimeters to {side} margin"
+    if k == 4:
+        if mm <= 2:
+            t.margin_exact = False
+            return f"< 2 mm ({side}), margins negative"
+        return f"Negative, closest {side} {cm}cm"
+    if mm < 1:
+        t.margin_exact = False
+        return f"under 1 mm to the {side} margin, not involved"
+    return f"{mm:g} millimetres ({side}); margins free"
+
+
+HISTOLOGY4: dict[str, list[str]] = {
+    "8500/3": [
+        "Ductal, invasive (NST)",
+        "Invasive carcinoma, ductal/NST",
+        "Infiltrating mammary carcinoma, no special type",
+        "Invasive ductal adenocarcinoma",
+        "Carcinoma of breast, ductal (invasive)",
+        "NST invasive breast carcinoma",
+    ],
+    "8520/3": [
+        "Lobular, invasive",
+        "Invasive carcinoma, lobular type (classic)",
+        "Infiltrating lobular adenocarcinoma",
+        "Invasive lobular adenocarcinoma",
+        "Carcinoma of breast, lobular (invasive)",
+        "Classical invasive lobular breast carcinoma",
+    ],
+    "8522/3": [
+        "Ductal and lobular, invasive (mixed)",
+        "Mixed-type invasive carcinoma (ductal + lobular)",
+        "Infiltrating mixed ductal-lobular carcinoma",
+        "Invasive carcinoma, mixed ductal/lobular pattern",
+        "Carcinoma with mixed ductal and lobular morphology",
+        "Mixed ductal-lobular invasive carcinoma",
+    ],
+    "8480/3": [
+        "Mucinous, invasive",
+        "Invasive carcinoma, mucinous (colloid) type",
+        "Infiltrating mucinous adenocarcinoma",
+        "Colloid adenocarcinoma",
+        "Carcinoma of breast, mucinous",
+        "Mucin-secreting (colloid) invasive carcinoma",
+    ],
+    "8211/3": [
+        "Tubular, invasive",
+        "Invasive carcinoma, tubular pattern (pure)",
+        "Infiltrating tubular adenocarcinoma",
+        "Tubular adenocarcinoma, invasive",
+        "Carcinoma of breast, tubular type",
+        "Invasive tubular breast carcinoma",
+    ],
+}
+
+
+def histology4(rng: random.Random, v: str, t: Tumour, plan: Plan) -> str:
+    code = HISTOLOGY[t.histology][0]
+    text = pick4(rng, v, HISTOLOGY4[code])
+    return f"{text} (ICD-O-3 {code})" if plan.icdo else text
+
+
+# How a key meets its value (positions l, m, n): l " - " or "is"; m no separator at all or a
+# run of tabs; n ":-" or " -- ".
+FOURTH_STYLES = ["hyphen", "none", "colon-dash", "is", "tabs", "double-dash"]
+# How a value too long for its line goes on (positions l, m, n): indented by spaces, aligned
+# under the value or by a tab.
+FOURTH_WRAPS = ["    ", "<align>", "\t", "        ", "<align+2>", "  \t"]
+
+
+def kv4(key: str, value: str, style: str, wrap: str = "") -> list[str]:
+    sep = {
+        "hyphen": " - ",
+        "none": " ",
+        "colon-dash": ":- ",
+        "is": " is ",
+        "tabs": "\t\t\t",
+        "double-dash": " -- ",
+    }[style]
+    head = f"{key}{sep}"
+    if not wrap or len(value) < 24 or " " not in value[12:]:
+        return [head + value]
+    cut = value.index(" ", 12)
+    first, rest = value[:cut], value[cut + 1 :]
+    if wrap.startswith("<align"):
+        indent = " " * (len(head.expandtabs()) + (2 if "+2" in wrap else 0))
+    else:
+        indent = wrap
+    return [head + first, indent + rest]
+
+
+def _pending4(rng: random.Random, v: str, addendum: bool) -> str:
+    if addendum:
+        return pick4(
+            rng,
+            v,
+            ["to follow in addendum", "see addendum report", "will be issued as an addendum"],
+        )
+    return pick4(
+        rng,
+        v,
+        [
+            "in progress",
+            "sent to reference laboratory",
+            "testing ordered",
+            "not available at time of report",
+            "requested, pending",
+            "to be reported later",
+        ],
+    )
+
+
+def _receptors4(
+    rng: random.Random, v: str, t: Tumour, plan: Plan, style: str, wrap: str
+) -> list[str]:
+    if plan.pending or plan.addendum == "adds":
+        word = _pending4(rng, v, plan.addendum == "adds")
+        rows = kv4(label4(rng, v, "er"), word, style)
+        if plan.pr_shown:
+            rows += kv4(label4(rng, v, "pr"), word, style)
+        if plan.her2_shown:
+            rows += kv4(label4(rng, v, "her2_ihc"), word, style)
+        return rows
+    rows = kv4(label4(rng, v, "er"), receptor4(rng, v, t.er), style, wrap)
+    if plan.pr_shown:
+        rows += kv4(label4(rng, v, "pr"), receptor4(rng, v, t.pr), style, wrap)
+    if plan.her2_shown:
+        h = t.her2
+        together = h.ihc == 2 and bool(h.ish) and rng.random() < 0.5
+        rows += kv4(label4(rng, v, "her2_ihc"), her2_4(rng, v, h, with_ish=together), style, wrap)
+        if h.ish and not together:
+            rows += kv4(label4(rng, v, "her2_ish"), her2_ish4(rng, v, h), style, wrap)
+    return rows
+
+
+def _tumour4(rng: random.Random, v: str, t: Tumour, plan: Plan, style: str, wrap: str) -> list[str]:
+    rows = kv4(label4(rng, v, "histology"), histology4(rng, v, t, plan), style, wrap)
+    rows += kv4("Size", f"{rng.randint(5, 40)} mm", style)
+    rows += kv4(label4(rng, v, "grade"), grade4(rng, v, t), style, wrap)
+    if plan.biopsy:
+        rows += kv4(label4(rng, v, "margins"), "not applicable (biopsy)", style)
+    else:
+        rows += kv4(label4(rng, v, "margins"), margin4(rng, v, t), style, wrap)
+    return rows
+
+
+def _synoptic4(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    style = pick4(rng, v, FOURTH_STYLES)
+    wrap = pick4(rng, v, FOURTH_WRAPS) if rng.random() < 0.5 else ""
+    lines = [pick4(rng, v, ["INVASIVE CARCINOMA", "Synoptic data", "CAP SUMMARY (BREAST)"])]
+    lines += _tumour4(rng, v, t, plan, style, wrap)
+    lines += kv4("Lymphovascular invasion", rng.choice(["not identified", "present"]), style)
+    lines += _receptors4(rng, v, t, plan, style, wrap)
+    return lines
+
+
+def _receptor_sentence4(rng: random.Random, v: str, name: str, r: Receptor) -> str:
+    value = receptor4(rng, v, r)
+    return pick4(
+        rng,
+        v,
+        [
+            f"{name} is {value}",
+            f"{name} shows {value}",
+            f"for {name}, {value}",
+        ],
+    )
+
+
+def _narrative4(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    hist = histology4(rng, v, t, plan)
+    lines = [pick4(rng, v, ["Final diagnosis", "DIAGNOSIS (summary)", "Impression"])]
+    lines.append(
+        pick4(
+            rng,
+            v,
+            [
+                f"{hist}. The Nottingham components are: {grade4(rng, v, t)}.",
+                f"Diagnosis is {hist[0].lower() + hist[1:]}; grading {grade4(rng, v, t)}.",
+                f"{hist} is seen, graded as {grade4(rng, v, t)}.",
+            ],
+        )
+    )
+    if not plan.biopsy:
+        lines.append(
+            pick4(rng, v, ["Margins: ", "The margin status is ", "Margin assessment shows "])
+            + margin4(rng, v, t)
+            + "."
+        )
+    lines.append("")
+    if plan.pending or plan.addendum == "adds":
+        lines.append(
+            pick4(rng, v, ["ER, PR and HER2 are ", "Receptor studies are ", "Biomarkers are "])
+            + _pending4(rng, v, plan.addendum == "adds")
+            + "."
+        )
+        return lines
+    names = pick4(
+        rng, v, [("ER", "PR"), ("estrogen receptor", "progesterone receptor"), ("ER", "PgR")]
+    )
+    text = _receptor_sentence4(rng, v, names[0], t.er) + "."
+    if plan.pr_shown:
+        text += " " + _receptor_sentence4(rng, v, names[1], t.pr) + "."
+    if plan.her2_shown:
+        h = t.her2
+        together = h.ihc == 2 and bool(h.ish)
+        text += " HER2 is " + her2_4(rng, v, h, with_ish=together) + "."
+    lines.append(text)
+    return lines
+
+
+def _table4(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    style = pick4(rng, v, FOURTH_STYLES)
+    lines = kv4(label4(rng, v, "histology"), histology4(rng, v, t, plan), style)
+    lines += kv4(label4(rng, v, "grade"), grade4(rng, v, t), style)
+    if not plan.biopsy:
+        lines += kv4(label4(rng, v, "margins"), margin4(rng, v, t), style)
+    lines.append("")
+    shape = pick4(rng, v, ["tabs", "grid", "semicolons"])
+
+    def row(cells: list[str]) -> list[str]:
+        if shape == "tabs":
+            return ["\t\t".join(cells)]
+        if shape == "grid":
+            return ["| " + " | ".join(c.ljust(16) for c in cells) + " |", "+" + "-" * 56 + "+"]
+        return ["; ".join(cells)]
+
+    lines.append(pick4(rng, v, ["Predictive markers", "RECEPTOR STUDIES", "Biomarker panel"]))
+    lines += row(["Test", "Result", "Detail"])
+    if plan.pending or plan.addendum == "adds":
+        word = _pending4(rng, v, plan.addendum == "adds")
+        names = [label4(rng, v, "er")]
+        names += [label4(rng, v, "pr")] if plan.pr_shown else []
+        names += [label4(rng, v, "her2_ihc")] if plan.her2_shown else []
+        for n in names:
+            lines += row([n, word, "-"])
+        return lines
+    for key, r in (("er", t.er), ("pr", t.pr)):
+        if key == "pr" and not plan.pr_shown:
+            continue
+        value = receptor4(rng, v, r)
+        lines += row([label4(rng, v, key), value, "-"])
+    if plan.her2_shown:
+        h = t.her2
+        s = f"{h.ihc}+" if h.ihc else "0"
+        lines += row([label4(rng, v, "her2_ihc"), s, _her2_desc(h.ihc, 0)])
+        if h.ish:
+            lines += row([label4(rng, v, "her2_ish"), her2_ish4(rng, v, h), "-"])
+    return lines
+
+
+# Check marks of the fourth wave's forms (positions l, m, n): checked, unchecked, before or
+# after the option.
+FOURTH_MARKS = [
+    ("[v]", "[ ]", "before"),
+    ("*", "", "before"),
+    ("\u2714", "\u2610", "before"),
+    ("\u2713", "", "after"),
+    ("<x>", "< >", "after"),
+    ("[*]", "[ ]", "after"),
+]
+
+
+def _form4(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    on, off, where = pick4(rng, v, FOURTH_MARKS)
+    style = pick4(rng, v, FOURTH_STYLES)
+
+    def mark(o: str, c: bool) -> str:
+        m = on if c else off
+        if not m:
+            return o
+        return f"{m} {o}" if where == "before" else f"{o} {m}"
+
+    def opts(options: list[tuple[str, bool]]) -> str:
+        return "    ".join(mark(o, c) for o, c in options)
+
+    blank = pick4(rng, v, ["__________", "[        ]", "-----"])
+    lines = [
+        pick4(rng, v, ["BREAST CANCER REPORTING FORM", "Pathology worksheet", "REQUEST/REPORT"])
+    ]
+    lines += kv4("Reporting pathologist", blank, style)
+    lines += kv4(label4(rng, v, "histology"), histology4(rng, v, t, plan), style)
+    g = t.grade
+    lines += kv4(label4(rng, v, "grade"), opts([(f"Grade {k}", g == k) for k in (1, 2, 3)]), style)
+    inv = t.margin_involved
+    if plan.biopsy:
+        lines += kv4(
+            label4(rng, v, "margins"), opts([("Positive", False), ("Negative", False)]), style
+        )
+    else:
+        lines += kv4(
+            label4(rng, v, "margins"), opts([("Positive", inv), ("Negative", not inv)]), style
+        )
+        dist = blank if inv else f"{t.margin_mm:g} mm"
+        lines += kv4("Distance to closest margin", dist, style)
+    pending = plan.pending or plan.addendum == "adds"
+    for key, r in (("er", t.er), ("pr", t.pr)):
+        if key == "pr" and not plan.pr_shown:
+            continue
+        cat = "" if pending else r.category
+        lines += kv4(
+            label4(rng, v, key),
+            opts(
+                [("Positive", cat in ("positive", "low positive")), ("Negative", cat == "negative")]
+            ),
+            style,
+        )
+        if not pending and cat != "negative":
+            lines += kv4("  % cells", f"{r.percent}", style)
+            lines += kv4(
+                "  Intensity",
+                opts([(w.capitalize(), r.intensity == w) for w in INTENSITY]),
+                style,
+            )
+    if plan.her2_shown:
+        h = t.her2
+        ihc = -1 if pending else h.ihc
+        lines += kv4(
+            label4(rng, v, "her2_ihc"),
+            opts([("0" if k == 0 else f"{k}+", ihc == k) for k in range(4)]),
+            style,
+        )
+        ish = "" if pending else h.ish
+        lines += kv4(
+            label4(rng, v, "her2_ish"),
+            opts(
+                [
+                    ("Amplified", ish == "amplified"),
+                    ("Not amplified", ish == "not amplified"),
+                    ("Not done", not pending and not ish),
+                ]
+            ),
+            style,
+        )
+    if pending:
+        lines.append(_pending4(rng, v, plan.addendum == "adds").capitalize())
+    return lines
+
+
+def _twocol4(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    style = pick4(rng, v, FOURTH_STYLES)
+    left = _tumour4(rng, v, t, plan, style, "")
+    right = _receptors4(rng, v, t, plan, style, "")
+    column = rng.randint(46, 58)
+    left = [
+        part
+        for item in left
+        for part in textwrap.wrap(item, column, subsequent_indent="   ", break_on_hyphens=False)
+    ]
+    width = column + rng.randint(3, 8)
+    lines = [pick4(rng, v, ["TUMOUR", "Pathology", "Findings"]).ljust(width) + "Biomarkers"]
+    for i in range(max(len(left), len(right))):
+        a = left[i] if i < len(left) else ""
+        b = right[i] if i < len(right) else ""
+        lines.append((a.ljust(width) + b).rstrip())
+    return lines
+
+
+def _letter4(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    name = pick4(rng, v, ["Dr Okafor", "Dr Lindqvist", "Dr Varga"])
+    lines = [
+        pick4(rng, v, [f"To: {name}", f"Dear Colleague ({name}),", f"For the attention of {name}"]),
+        "",
+    ]
+    hist = histology4(rng, v, t, plan)
+    text = pick4(
+        rng,
+        v,
+        [
+            f"Thank you for this specimen. It contains {hist[0].lower() + hist[1:]}"
+            f" (Nottingham: {grade4(rng, v, t)}).",
+            f"Our diagnosis is {hist[0].lower() + hist[1:]}, with {grade4(rng, v, t)}.",
+            f"In summary: {hist[0].lower() + hist[1:]}; {grade4(rng, v, t)}.",
+        ],
+    )
+    if not plan.biopsy:
+        text += (
+            " "
+            + pick4(
+                rng,
+                v,
+                ["Margin: ", "As to the margins, ", "Regarding margins: "],
+            )
+            + margin4(rng, v, t)
+            + "."
+        )
+    lines += [text, ""]
+    if plan.pending or plan.addendum == "adds":
+        lines.append(
+            pick4(rng, v, ["Receptor studies are ", "ER/PR/HER2 are ", "Hormone receptors are "])
+            + _pending4(rng, v, plan.addendum == "adds")
+            + "."
+        )
+    else:
+        text = _receptor_sentence4(rng, v, "ER", t.er) + "."
+        if plan.pr_shown:
+            text += " " + _receptor_sentence4(rng, v, "PR", t.pr) + "."
+        if plan.her2_shown:
+            h = t.her2
+            together = h.ihc == 2 and bool(h.ish)
+            text += " HER2 is " + her2_4(rng, v, h, with_ish=together) + "."
+        lines.append(text)
+    lines += ["", pick4(rng, v, ["Kind regards,", "Yours sincerely,", "With best wishes,"])]
+    return lines
+
+
+FOURTH_LAYOUT_BODY = {
+    "synoptic": _synoptic4,
+    "narrative": _narrative4,
+    "table": _table4,
+    "form": _form4,
+    "twocol": _twocol4,
+    "letter": _letter4,
+}
+
+
+def _addendum4(rng: random.Random, v: str, t: Tumour, plan: Plan) -> list[str]:
+    lines = ["", pick4(rng, v, ["ADDENDUM REPORT", "Addendum #1", "Supplemental report"])]
+    style = pick4(rng, v, FOURTH_STYLES)
+    if plan.addendum == "adds":
+        saved = plan.pending, plan.addendum
+        plan.pending, plan.addendum = False, ""
+        lines += _receptors4(rng, v, t, plan, style, "")
+        plan.pending, plan.addendum = saved
+        return lines
+    lines.append(
+        pick4(
+            rng,
+            v,
+            [
+                "HER2 in situ hybridisation, which supersedes the IHC result above:",
+                "HER2 (revised after FISH):",
+                "Reflex ISH completed; HER2 now reads:",
+            ],
+        )
+    )
+    lines += kv4(label4(rng, v, "her2_ish"), her2_ish4(rng, v, t.her2), style)
+    lines += kv4(
+        pick4(rng, v, ["HER2 result", "HER2 (final)", "Final HER2 status"]),
+        t.her2.category,
+        style,
+    )
+    return lines
+
+
 def truth_of(t: Tumour, plan: Plan) -> dict[str, Any]:
     code, term, _ = HISTOLOGY[t.histology]
     receptors_given = not plan.pending
@@ -2522,7 +3258,11 @@ def truth_of(t: Tumour, plan: Plan) -> dict[str, Any]:
         "grade": f"grade {t.grade} (score {t.score})",
         "margins": None
         if plan.biopsy
-        else ("involved" if t.margin_involved else f"not involved ({t.margin_mm:g} mm)"),
+        else "involved"
+        if t.margin_involved
+        else f"not involved ({t.margin_mm:g} mm)"
+        if t.margin_exact
+        else "not involved",
         "er_status": t.er.canonical() if receptors_given else None,
         "pr_status": t.pr.canonical() if receptors_given and plan.pr_shown else None,
         "her2_status": t.her2.category if receptors_given and plan.her2_shown else None,
@@ -2578,7 +3318,9 @@ def generate(template: str, index: int, *, seed: int = 37) -> Generated:
     else:
         lines.append(_specimen(rng, v, plan) + ":")
     body = (
-        THIRD_LAYOUT_BODY
+        FOURTH_LAYOUT_BODY
+        if v in FOURTH_VARIANTS
+        else THIRD_LAYOUT_BODY
         if v in THIRD_VARIANTS
         else NEW_LAYOUT_BODY
         if v in NEW_VARIANTS
@@ -2590,7 +3332,9 @@ def generate(template: str, index: int, *, seed: int = 37) -> Generated:
         lines += body[layout](rng, v, t, plan)
     if plan.addendum == "corrects":
         t.her2 = final
-    if plan.addendum and v in THIRD_VARIANTS:
+    if plan.addendum and v in FOURTH_VARIANTS:
+        lines += _addendum4(rng, v, t, plan)
+    elif plan.addendum and v in THIRD_VARIANTS:
         lines += _addendum3(rng, v, t, plan)
     elif plan.addendum:
         lines += _addendum(rng, v, t, plan, original)

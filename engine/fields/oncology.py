@@ -43,7 +43,7 @@ def fold(text: str) -> str:
     )
     text = re.sub(r"(?<=[A-Za-z])1(?=[A-Za-z])|(?<=\s)1(?=[a-z]{2})|(?<=[a-z]{2})1\b", "l", text)
     text = re.sub(r"(?<=\d)[Oo]|(?<![A-Za-z])[Oo](?=[.,]?\d|\s?%)", "0", text)
-    text = re.sub(r"(?<=\d)[lI]|(?<![A-Za-z])[lI](?=\d|\s?\+)", "1", text)
+    text = re.sub(r"(?<=\d)[lI]|(?<![A-Za-z])[lI](?=\d|\.\d|\s?\+)", "1", text)
     # An l inside an upper-case word, or opening one before a letter no word starts "l" with,
     # is an I.
     text = re.sub(r"(?<=[A-Z])l(?=[A-Z]|\b)|\bl(?=[A-Z]{2}|[nmt][a-z])", "I", text)
@@ -65,13 +65,22 @@ _BOX_GLYPHS = str.maketrans(
 
 
 def boxes(text: str) -> str:
-    """``text`` with its check-box glyphs, and boxes printed as parentheses ("(X)", "( )"),
-    as bracketed boxes ("[X]", "[ ]")."""
-    return re.sub(r"\(\s*([xX\u2713])\s*\)|\(\s\s?\)", _paren_box, text.translate(_BOX_GLYPHS))
+    """``text`` with its check-box glyphs, and boxes printed as parentheses ("(X)", "( )") or
+    angle brackets ("<x>", "< >"), as bracketed boxes ("[X]", "[ ]"); a bracketed box holds
+    any mark ("[v]", "[*]", "[/]"); a check mark standing alone ("Positive \u2713") is a
+    checked box."""
+    text = re.sub(
+        r"\(\s*([xX\u2713\u2714])\s*\)|\(\s\s?\)|<\s*([xXvV\u2713\u2714])\s*>|<\s\s?>",
+        _paren_box,
+        text.translate(_BOX_GLYPHS),
+    )
+    text = re.sub(r"\[\s*[vV*/\u2713\u2714]\s*\]", "[X]", text)
+    text = re.sub(r"\[_+\]", "[ ]", text)
+    return re.sub(r"(?<!\[)[\u2713\u2714\u2705](?!\s*\])", "[X]", text)
 
 
 def _paren_box(m: re.Match[str]) -> str:
-    return "[X]" if m.group(1) else "[ ]"
+    return "[X]" if m.group(1) or m.group(2) else "[ ]"
 
 
 def squash(text: str) -> str:
@@ -123,17 +132,68 @@ def _allred(f: str, intensity: str) -> tuple[str, str]:
 INTENSITY_OF_SCORE = {1: "weak", 2: "moderate", 3: "strong"}
 
 
+# A share of cells given as a range or a bound ("11-50%", "1 to 10 percent", ">50%", "less than
+# 1%"): it decides the category where it lies wholly in one, and states no percentage.
+_PERCENT_WORD = r"\s*(?:%|per\s?cent\b)"
+_PERCENT_RANGE = re.compile(
+    rf"(?<![\d.])(\d{{1,3}})\s*%?\s*(?:-|\u2013|to)\s*(\d{{1,3}}){_PERCENT_WORD}"
+)
+_PERCENT_BOUND = re.compile(
+    rf"(<|>|\bless\s+than|\bmore\s+than|\bover|\bgreater\s+than)\s*(\d{{1,3}}){_PERCENT_WORD}"
+)
+_H_SCORE = re.compile(r"\bh[\s-]?score\s*(?:of\s*)?[:=]?\s*(\d{1,3})\b(?!\s*%)")
+
+
+def _share(f: str) -> tuple[str, bool]:
+    """(category a range or bound of cells decides, whether the text states one)."""
+    r = _PERCENT_RANGE.search(f)
+    if r:
+        lo, hi = int(r.group(1)), int(r.group(2))
+        if lo > hi or hi > 100:
+            return "", True
+        if lo >= 11:
+            return "positive", True
+        if lo >= 1 and hi <= 10:
+            return "low positive", True
+        return "", True
+    b = _PERCENT_BOUND.search(f)
+    if b:
+        n = int(b.group(2))
+        if b.group(1) in ("<",) or "less" in b.group(1):
+            return ("negative" if n <= 1 else ""), True
+        return ("positive" if n >= 10 else ""), True
+    return "", False
+
+
+def _h_score(f: str) -> str:
+    """The category an H-score (0-300: the percentage of cells times their intensity 1-3)
+    decides alone: 0 negative; above 30 more than 10% of cells stain, positive; between, it
+    cannot tell low positive from positive."""
+    m = _H_SCORE.search(f)
+    if m is None or int(m.group(1)) > 300:
+        return ""
+    h = int(m.group(1))
+    return "negative" if h == 0 else "positive" if h > 30 else ""
+
+
 def receptor_canonical(text: str) -> str | None:
     f = fold(text)
-    pct_match = re.search(r"(?<![\d.])(\d(?:\s?\d){0,2})\s*%", f)
+    by_share, ranged = _share(f)
+    pct_match = re.search(rf"(?<![\d.])(\d(?:\s?\d){{0,2}}){_PERCENT_WORD}", f)
     percent = int(pct_match.group(1).replace(" ", "")) if pct_match else None
     if percent is not None and percent > 100:
         percent = None
+    if ranged:
+        percent = None
+    # An intensity given as a score of 1-3 ("intensity 2+", "intensity score 3").
+    scored = re.search(r"intensity\s*(?:score)?\s*(?:of\s*)?[:=]?\s*([123])\s*\+?(?![\d.%])", f)
     intensity = next(
         (w for w in ("strong", "moderate", "intermediate", "weak") if _has_word(f, w)), ""
     )
     intensity = "moderate" if intensity == "intermediate" else intensity
-    less_than = bool(re.search(r"<\s*1\s*%", f))
+    if not intensity and scored:
+        intensity = INTENSITY_OF_SCORE[int(scored.group(1))]
+    less_than = by_share == "negative"
     if _has_word(f, "low positive") or re.search(
         r"positive,?\s*low\b|\blow\b.{0,3}positive|\blow\s?pos\b", f
     ):
@@ -150,6 +210,12 @@ def receptor_canonical(text: str) -> str | None:
             category = by_percent
     if less_than:
         category, percent = "negative", None
+    if by_share and (not category or (category != "negative" and by_share != "negative")):
+        category = by_share
+    if not category and percent is None:
+        category = _h_score(f)
+        if category == "negative":
+            return "negative"
     if not category and percent is None:
         category, intensity = _allred(f, intensity)
     if not category:
@@ -163,6 +229,7 @@ def receptor_canonical(text: str) -> str | None:
 def her2_parts(text: str) -> tuple[int | None, str, str]:
     """(IHC score, ISH result, stated category) of a HER2 value."""
     f = fold(text)
+    f = re.sub(r"(?<![\d.])[0o]\s*(?:-|\u2013|to)\s*3\s*\+", " ", f)  # the scale, "0-3+"
     ihc = None
     m = re.search(
         r"(?<![\d.])([0-3])\s*\+|scored?\s*(?:of\s*|as\s*)?[:=]?\s*([0-3])\b|^\s*([0-3])\b(?!\.\d)",
@@ -176,7 +243,7 @@ def her2_parts(text: str) -> tuple[int | None, str, str]:
     elif re.search(r"ampllf(?:led|lcatlon)", squashed):
         ish = "amplified"
     else:
-        ish = ""
+        ish = _ish_by_numbers(f)
     if _has_word(f, "equivocal") or _has_word(f, "indeterminate"):
         stated = "equivocal"
     elif _has_word(f, "negative"):
@@ -186,6 +253,36 @@ def her2_parts(text: str) -> tuple[int | None, str, str]:
     else:
         stated = ""
     return ihc, ish, stated
+
+
+_RATIO = re.compile(
+    r"\b(?:ratio|her-?2\s*(?:/|:|to)\s*(?:cep|cen|chr)\s?17(?:\s*ratio)?)\D{0,12}?"
+    r"(?<![\d.])(\d{1,2}(?:\.\d{1,2})?)(?![\d.]*\s*(?:copies|signals|%))"
+    r"|(?<![\d.])(\d{1,2}(?:\.\d{1,2})?)\s*\(ratio\)"
+)
+_COPIES = re.compile(
+    r"(?<![\d.])(\d{1,2}(?:\.\d{1,2})?)\s*(?:her-?2\s*)?(?:copies|signals)\b"
+    r"|\b(?:copy\s*number|copies|her-?2\s*signals|signals)\s*(?:of\s*)?[:=]?\s*"
+    r"(?<![\d.])(\d{1,2}(?:\.\d{1,2})?)"
+)
+
+
+def _ish_by_numbers(f: str) -> str:
+    """An ISH result stated by its numbers alone (ASCO/CAP 2018): a HER2/CEP17 ratio of 2 or
+    more with 4 or more HER2 copies per cell (or no count stated) is amplified (group 1); a
+    ratio under 2 with fewer than 4 copies (or none stated) is not (group 5); the groups
+    between are left unread."""
+    ratio_m = _RATIO.search(f)
+    if ratio_m is None:
+        return ""
+    ratio = float(ratio_m.group(1) or ratio_m.group(2))
+    copies_m = _COPIES.search(f)
+    copies = float(copies_m.group(1) or copies_m.group(2)) if copies_m else None
+    if ratio >= 2 and (copies is None or copies >= 4):
+        return "amplified"
+    if ratio < 2 and (copies is None or copies < 4):
+        return "not amplified"
+    return ""
 
 
 def her2_combine(ihc: int | None, ish: str, stated: str = "") -> str | None:
@@ -248,8 +345,21 @@ _TYPE_WORD = re.compile(
 )
 
 
+# A tumour type named by its type word and "invasive" with no "carcinoma" ("Lobular,
+# invasive", "Ductal and lobular, invasive (mixed)").
+_TYPE_WORDS = "|".join(_loose(w) for w in ("mucinous", "colloid", "lobular", "tubular", "ductal"))
+_TYPE_INVASIVE = re.compile(
+    # (at the value's start, or anywhere set off by a comma: "It contains lobular, invasive")
+    rf"^\s*((?:{_TYPE_WORDS})(?:\s+and\s+\w+)?),?\s+(?:invasive|infiltrating)\b"
+    rf"|\b((?:{_TYPE_WORDS})(?:\s+and\s+\w+)?),\s+(?:invasive|infiltrating)\b"
+    r"(?!\s+(?:carcinoma|ca\b))",
+    re.IGNORECASE,
+)
+
+
 def _expand_ca(text: str) -> str:
     text = _CA.sub(lambda m: f"{m[1]} carcinoma", text)
+    text = _TYPE_INVASIVE.sub(lambda m: f"{m[1] or m[2]} carcinoma (invasive)", text)
     return _TYPE_WORD.sub(lambda m: f"{m[1]}{m[2]} carcinoma", text)
 
 
@@ -303,6 +413,7 @@ def grade_canonical(text: str) -> str | None:
     )
     f = re.sub(r"\bg ?r ?a ?d ?e\b", "grade", f)  # OCR's "g rade"
     f = _score_of_nine(f)
+    f = _components_as_score(f)
     # A sum of the three component scores ("2+3+2 = 7", "(3+1+1)") states the score.
     f = re.sub(
         r"\b([123])\s*\+\s*([123])\s*\+\s*([123])(?:\s*=\s*[3-9])?\b",
@@ -348,19 +459,22 @@ def grade_canonical(text: str) -> str | None:
 
 # Margin status words as ``squash`` spells them (broken words and l/I confusions undone).
 _MARGIN_CLEAR = re.compile(
-    r"notlnvolved|unlnvolved|negatlve|free|clear(?!ance)|close(?!st)"
+    r"notlnvolved|unlnvolved|negatlve|free|(?<!nu)clear(?!ance)|close(?!st)"
     r"|no(?:lnvaslve)?(?:carclnoma|tumou?r)(?:at|on|ln)|nolnkontumou?r"
 )
 _MARGIN_INVOLVED = re.compile(
     r"lnvolved|lnvolves|lnvolvlng|posltlve|presentat|at(?:the)?lnk|transected|extendsto"
-    r"|lnkontumou?r"
+    r"|lnkontumou?r|(?:tumou?r|carclnoma)onlnk"
 )
 
 
 def margins_canonical(text: str) -> str | None:
     f = re.sub(r"\s+", " ", fold(boxes(text)))
-    f = re.sub(r"(?<![a-z0-9.])[li](?= ?mm\b)", "1", f)  # OCR's "l mm"
+    f = re.sub(r"(?<![a-z0-9.])[li](?= ?[cm]m\b)", "1", f)  # OCR's "l mm", "lcm"
     f = re.sub(r"(?<=\d)(\s?)(?:mrn|rnm|rnrn)\b", r"\1mm", f)  # OCR's "3 mrn", "3 rnm"
+    f = re.sub(r"(?<=\d)(\s?)millimet(?:er|re)s?\b", r"\1mm", f)
+    f = re.sub(r"(?<=\d)(\s?)centimet(?:er|re)s?\b", r"\1cm", f)
+    f = re.sub(r"\bless\s+than\s*(?=\d)", "<", f)  # a bound, no distance
     f = re.sub(r"\[\s*\]\s*(?:not\s+)?i\s?n\s?v\s?o\s?l\s?v\s?e\s?d", " ", f)  # an empty box
     s = squash(f)
     clear = _MARGIN_CLEAR.search(s)
@@ -382,6 +496,9 @@ def margins_canonical(text: str) -> str | None:
         # more than nothing, involved at 0 mm.
         distance = float(mm.group(1)) if mm else float(cm.group(1)) * 10 if cm else None
         if distance is None:
+            # "less than 1 mm from the margin": a distance, though stated as a bound, from it.
+            if re.search(r"<\s*\d+(?:\.\d+)?\s*(?:mm|cm)\s+(?:from|to)\b", f):
+                return "not involved"
             return None
         if distance == 0:
             return "involved"
@@ -390,6 +507,40 @@ def margins_canonical(text: str) -> str | None:
     if cm:
         return f"not involved ({float(cm.group(1)) * 10:g} mm)"
     return "not involved"
+
+
+_COMPONENT_WORDS = (
+    # (OCR may break a word once: "Tubu les", "nuc lei", "rnitoses")
+    rf"{_loose('tubul')}\w*|{_loose('gland')}\w*|acin\w*",
+    rf"{_loose('nucle')}\w*|{_loose('pleomorph')}\w*",
+    r"(?:m|rn)\s?" + rf"{_loose('itos')}\w*|(?:m|rn)\s?{_loose('itot')}\w*",
+)
+
+
+def _components_as_score(f: str) -> str:
+    """Nottingham's three component scores named in one value ("Tubules 3, nuclei 2, mitoses
+    1", "T3P2M1") as the score they add up to; a stated total as a score ("total 6")."""
+    total = _component_sum(f)
+    if total is not None:
+        f = f + f" score {total}"
+    return re.sub(r"\btotal\s*(?:score)?\s*(?:of\s*)?[:=]?\s*([3-9])\b(?![.\d])", r"score \1", f)
+
+
+def _component_sum(f: str) -> int | None:
+    """The sum of Nottingham's three component scores named in ``f`` (None: not all three)."""
+    found = []
+    for words in _COMPONENT_WORDS:
+        m = re.search(
+            rf"\b(?:{words})(?:\s+(?:formation|score|count|rate|pleomorphism|figures))?\s*"
+            r"[:=]?\s*([123]|l(?=\s*[,.;)]|\s*$))\b(?!\.\d|\d)",
+            f,
+        )
+        found.append((int(m.group(1)) if m.group(1).isdigit() else 1) if m else 0)
+    # (folding reads a 1 between letters as an l: "T2P1M2" is "t2plm2")
+    tpm = re.search(r"\bt\s?([123il])\s?p\s?([123il])\s?m\s?([123il])\b", f)
+    if tpm:
+        found = [int(x) if x.isdigit() else 1 for x in tpm.groups()]
+    return sum(found) if all(found) else None
 
 
 def _score_of_nine(f: str) -> str:
@@ -426,6 +577,12 @@ def unsure(name: str, text: str | None) -> str:
     close with no distance."""
     if not text:
         return ""
+    picked = _checked(text)
+    if picked:
+        # A form's row: what it states is the options checked ("Grade 1 \u2713    Grade 2":
+        # the options left bare or in empty boxes are printed choices).
+        extras = _form_extras(text)
+        text = f"{picked} ({extras})" if extras else picked
     text = _drop_unchecked(boxes(text))
     f = re.sub(r"\s+", " ", fold(text))
     if name == "grade":
@@ -646,15 +803,139 @@ def _as_row(text: str) -> str:
 def _key_value(text: str) -> tuple[re.Match[str] | None, str | None]:
     """The line's key and value, and the field its key names: split at the first separator,
     or, when that leaves a key the reader does not know, at the colon (a key that holds a
-    dash of its own, "Hormone receptor - ER: Positive")."""
+    dash of its own, "Hormone receptor - ER: Positive"), or at a separator of the other kinds
+    reports write (" is ", ":-", " -- ", an arrow), or after a key with none at all ("Hist.
+    type Invasive lobular carcinoma")."""
     text = _as_row(text)
     kv = _KEY_VALUE.match(text)
     key = _key_field(kv.group("k")) if kv else None
+    if kv and key and _NO_KEY.search(kv.group("k")):
+        # ("Combined grade is Grade 1 \u2713    Grade 2": the gap follows a value, not a key)
+        more = _other_separator(text) or _no_separator(text)
+        if more is not None:
+            return more, _key_field(more.group("k"))
+        kv, key = None, None
     if key is None:
         by_colon = _KEY_COLON.match(text)
         if by_colon and _key_field(by_colon.group("k")) is not None:
             return by_colon, _key_field(by_colon.group("k"))
+        more = _other_separator(text) or _no_separator(text)
+        if more is not None:
+            return more, _key_field(more.group("k"))
     return kv, key
+
+
+# Separators reports write between a key and its value besides the colon, tab, pipe, " - ",
+# " = " and a gap of spaces: " is ", ":-", a double dash, a dash of any width, an arrow.
+_OTHER_SEPARATOR = re.compile(
+    r"\s*(?::-|--+|[\u2013\u2014\u2192]|=>|->)\s*|\s+is\s+|\s-\s|\t+|\s{2,}|\s*[:=|]\s*"
+)
+_KEY_WORDS = 5  # a key is a few words (a sentence before "is" is none)
+# What no key holds: "is", a comma, a check box or mark.
+_NO_KEY = re.compile(
+    r"\sis\s|,|[\[\]<>*%\u2610-\u2612\u2713\u2714]|(?<!her)\s\d+(?:\.\d+)?\s*$|\d\s?\+"
+    r"|\b(?:positive|negative|equivocal|amplified)\b",
+    re.IGNORECASE,
+)
+
+
+def _row_match(text: str, key_end: int, value_start: int) -> re.Match[str] | None:
+    key, value = text[:key_end].strip(), text[value_start:].strip()
+    if not key or not value:
+        return None
+    return re.match(
+        r"^\s*(?P<k>" + re.escape(key) + r")(?P<sep>.*?)(?P<v>" + re.escape(value) + r")\s*$",
+        text,
+        re.DOTALL,
+    )
+
+
+def _as_key(key: str) -> str | None:
+    """The field a short key names ("diagnosis" is none: its line is read as a sentence)."""
+    key = re.sub(r"^\s*[-*\u2022]\s*", "", key)
+    if not key.strip() or _NO_KEY.search(key) or len(key.split()) > _KEY_WORDS:
+        return None
+    if key.strip()[0].islower():
+        return None  # (the rest of a sentence OCR wrapped: "showed estrogen receptor ...")
+    field = _key_field(key)
+    return None if field in (None, "diagnosis") else field
+
+
+def _other_separator(text: str) -> re.Match[str] | None:
+    """A row split at the first separator of any kind whose left side is a key the reader
+    knows."""
+    sep = next((m for m in _OTHER_SEPARATOR.finditer(text[:70]) if m.start() > 0), None)
+    if sep is not None and _as_key(text[: sep.start()]) is not None:
+        return _row_match(text, sep.start(), sep.end())
+    return None
+
+
+# Words that carry a key on after the word that named its field ("Estrogen receptor (SP1)",
+# "Her2 IHC score", "HER 2 FISH").
+_KEY_TAIL = re.compile(
+    r"\(\S[^()]{0,20}\)|rec(?:eptors?|ept)?\.?|status|type|grade|margins?|score|ihc|[a-z]?ish"
+    r"|gene|immunohistochemistry|amplification|protein|/?neu|(?:er|pr|pgr)\b",
+    re.IGNORECASE,
+)
+_ROW_VALUE = {
+    "er": "er_status",
+    "pr": "pr_status",
+    "her2_ihc": "her2_status",
+    "her2_final": "her2_status",
+    "histology": "histology",
+    "grade": "grade",
+    "margins": "margins",
+}
+
+
+def _opens_with_key(text: str) -> bool:
+    """The line opens with a key the reader knows and goes on after it (its value may be
+    wrapped onto the next line: "Hist. type Carcinoma of" / "  breast, mucinous")."""
+    return _no_separator(text, strict=False) is not None
+
+
+def _no_separator(text: str, strict: bool = True) -> re.Match[str] | None:
+    """A key and its value with no separator between ("Oestr. Positive", "Mgns 4 mm"): the
+    shortest start of the line that names a field, with the words that carry a key on, where
+    what follows reads as that field's value (a meaning, a form's boxes or a reason it is not
+    given)."""
+    words = list(re.finditer(r"\S+", text))
+    for n in range(1, min(_KEY_WORDS, len(words) - 1) + 1):
+        if _as_key(text[: words[n - 1].end()].replace(".", " ")) is not None:
+            break
+    else:
+        return None
+    if (
+        fold(words[n - 1].group(0)).strip(".") in {"er", "pr", "pgr"}
+        and not words[n - 1].group(0).isupper()
+    ):
+        return None  # ("er" / "pr" name a marker only in capitals: OCR's "und er")
+    end = words[n - 1].end()
+    folded = fold(text)  # (letter for letter: "lSH" is "ISH")
+    while True:
+        tail = _KEY_TAIL.match(folded, end + 1) if text[end : end + 1] == " " else None
+        if tail is None or squash(tail.group(0)) in squash(text[:end]):
+            break
+        if tail.end() < len(text) and not text[tail.end()].isspace():
+            break
+        end = tail.end()
+    key, value = text[:end], text[end:].strip()
+    field = _as_key(key.replace(".", " "))
+    if field is None or not value:
+        return None
+    if not strict:
+        return _row_match(text, end, len(text) - len(value))
+    if field == "her2_ish":
+        known = bool(her2_parts(value)[1])
+    elif field in _ROW_VALUE:
+        known = canonical(_ROW_VALUE[field], value) is not None
+    else:
+        return None
+    if not (known or _checked(value) is not None or _PENDING.search(fold(value))):
+        return None
+    if field == "histology" and histology_canonical(key) is not None:
+        return None
+    return _row_match(text, end, len(text) - len(value))
 
 
 def _recognised_row(raw: str) -> bool:
@@ -670,11 +951,15 @@ def _starts_row(raw: str) -> bool:
         return True
     if re.match(r"^\s*[A-Za-z][^:\n]{0,40}?\s\.{3,}\s*\S", raw):
         return True  # a key, leader dots, a value
+    if _recognised_row(raw) or _opens_with_key(raw):
+        return True
     m = _KEY_VALUE.match(_as_row(raw))
     if not m or not m.group("v").strip():
         return False
     key = m.group("k")
-    if _key_field(key) not in (None, "diagnosis"):
+    if _key_field(key) not in (None, "diagnosis") and not (
+        key.strip()[:1].islower() and _NO_KEY.search(key)
+    ):
         return True
     letters = [c for c in key if c.isalpha()]
     return len(letters) >= 3 and sum(c.islower() for c in letters) <= 1
@@ -691,6 +976,47 @@ _BARE_KEY = re.compile(r"^\s*[A-Za-z][^:|\t.;]{0,60}?:?\s*$")
 _COLUMN_GAP = re.compile(r"\S(\s{3,})(?=\S)")
 # (a key spans no column gap: "Lobular carcinoma      ER:" is a value, then a key)
 _KEY_AT_START = re.compile(r"^[A-Za-z](?:(?!\s{3})[^:\n]){0,60}:\s*\S")
+
+
+def _cell_is_row(cell: str) -> bool:
+    """A right-hand cell that is a row of its own: "key: value", or a key the reader knows
+    and its value after any separator ("ER is positive", "Her2 IHC score - 1+")."""
+    if _KEY_AT_START.match(cell):
+        return True
+    m, key = _key_value(cell)
+    return bool(
+        m
+        and key not in (None, "diagnosis")
+        and m.group("v").strip()
+        and not _NO_KEY.search(m.group("k"))
+        and histology_canonical(m.group("k")) is None
+    )
+
+
+def _right_cell(line: str, at: int) -> bool:
+    """The text after the gap at ``at`` is a right column's row: "key: value", or a row of
+    another separator whose left side is no bare key (a bare key and its value set off by
+    spaces, "Margins (closest)     Tumour at margin - involved", are one row)."""
+    cell = line[at:]
+    if _KEY_AT_START.match(cell):
+        return True
+    left = line[:at].strip()
+    if left.endswith(":"):
+        return False  # (the cell is the value of the key before it)
+    bare = len(left.split()) <= 4 and not re.search(r"\d|\s(?:is|-)\s|[:=|\t]", left)
+    return not bare and _cell_is_row(cell)
+
+
+def _has_columns(text: str) -> bool:
+    """The page may hold two columns read across: a gap, then a row's key."""
+    if re.search(r"\S\s{3,}[A-Za-z][^:\n]{0,60}:", text):
+        return True
+    return any(
+        _right_cell(line, m.end())
+        for line in text.split("\n")
+        for m in _COLUMN_GAP.finditer(line)
+        if not line[m.end() :].lstrip().startswith("[")
+    )
 
 
 def _columns_read_across(raw_lines: list[str]) -> list[str]:
@@ -710,7 +1036,7 @@ def _columns_read_across(raw_lines: list[str]) -> list[str]:
             for at in ats
             # (a form's boxes before a colon are options of the row, no key of a column:
             # "Neg ( )   %: 90"; nor is what follows a row's boxes: "Clear [x]   Distance: 1")
-            if _KEY_AT_START.match(line[at:])
+            if _right_cell(line, at)
             and not re.match(r"[^:]*\[", boxes(line[at:]))
             and not re.search(r"\[\s*[xX\u2713]?\s*\]", boxes(line[:at]))
         ]
@@ -720,15 +1046,15 @@ def _columns_read_across(raw_lines: list[str]) -> list[str]:
         # wrapped, "ER"); where few are, the gap sets each row's value off its key ("Size
         # 35 mm" / "Grade     G2"), and there is one column.
         cells = [
-            line[at:]
+            (line, at, line[at:])
             for line, ats in zip(block, gaps, strict=True)
             for at in ats
             if abs(at - col) <= 2
         ]
         rows = sum(
             1
-            for c in cells
-            if (_KEY_AT_START.match(c) and not re.match(r"[^:]*\[", boxes(c)))
+            for line, at, c in cells
+            if (_right_cell(line, at) and not re.match(r"[^:]*\[", boxes(c)))
             or _key_field(c.strip()) in ("er", "pr", "her2_ihc", "her2_ish")
         )
         if not col or support[col] < 2 or rows < 2 or 3 * rows < len(cells):
@@ -749,7 +1075,13 @@ def _columns_read_across(raw_lines: list[str]) -> list[str]:
                 # OCR wrapped the line in the gap: this line is the right column's cell.
                 right.append(line.strip())
                 continue
-            if at is None and right and ":" not in right[-1] and not line[:1].isspace():
+            if (
+                at is None
+                and right
+                and ":" not in right[-1]
+                and not line[:1].isspace()
+                and not _cell_is_row(right[-1])
+            ):
                 # OCR wrapped the line inside the right column's key ("ER" / "(clone 6F11):
                 # Negative"): the rest is that cell's.
                 right[-1] += " " + line.strip()
@@ -773,6 +1105,22 @@ def _columns_read_across(raw_lines: list[str]) -> list[str]:
     return out
 
 
+def _separator_after_key(line: str) -> str:
+    """The separator after a line's key, where the key is a few capitalised words (" - ",
+    " is ", ":-", "" for none found)."""
+    m = re.match(r"^\s*[A-Z][A-Za-z0-9 ./()]{0,40}?(\s-\s|\s--\s|:-|\sis\s|\t+|\s=\s)", line)
+    if m is None or len(line[: m.start(1)].split()) > _KEY_WORDS:
+        return ""
+    return m.group(1).strip(" ") or "tab"
+
+
+def _same_separator(previous: str, raw: str) -> bool:
+    """The line is the next row of a block whose rows set their values off the same way
+    ("Carcinoma type - Tubular" / "Size - 36 mm"): no continuation of the row above."""
+    kind = _separator_after_key(raw)
+    return bool(kind) and kind == _separator_after_key(previous)
+
+
 def _logical_lines(pages: list[str]) -> list[_Line]:
     lines: list[_Line] = []
     block = 0
@@ -782,7 +1130,7 @@ def _logical_lines(pages: list[str]) -> list[_Line]:
         offset = 0
         previous: _Line | None = None
         raw_lines = text.split("\n")
-        if re.search(r"\S\s{3,}[A-Za-z][^:\n]{0,60}:", text):
+        if _has_columns(text):
             # Offsets of a page read across columns are those of its reassembled lines.
             raw_lines = _columns_read_across(raw_lines)
         for i, raw in enumerate(raw_lines):
@@ -800,6 +1148,9 @@ def _logical_lines(pages: list[str]) -> list[_Line]:
                 block += 1
                 history = False
                 previous = None
+                continue
+            if re.match(r"^\s*[+|]?[-=+|_\s]{5,}$", raw) and re.search(r"[-=_]{5}", raw):
+                previous = None  # a table's rule ("+-------+")
                 continue
             folded = fold(raw)
             if _TUMOUR_HEADER.match(raw) and len(raw.strip()) <= 40:
@@ -841,8 +1192,20 @@ def _logical_lines(pages: list[str]) -> list[_Line]:
             if (
                 previous is not None
                 and raw[:2].isspace()
-                and (raw.strip()[:1].islower() or raw.strip()[:1].isdigit())
-                and _KEY_COLON.match(previous.text)
+                and (
+                    (
+                        (raw.strip()[:1].islower() or raw.strip()[:1].isdigit())
+                        and (
+                            _KEY_COLON.match(previous.text)
+                            or _recognised_row(previous.text)
+                            or _opens_with_key(previous.text)
+                        )
+                    )
+                    or (
+                        raw[:4].isspace()
+                        and (_recognised_row(previous.text) or _opens_with_key(previous.text))
+                    )
+                )
                 and not _recognised_row(raw)
             ):
                 # The rest of a row's value, wrapped and indented below it ("Tumour type:
@@ -858,6 +1221,7 @@ def _logical_lines(pages: list[str]) -> list[_Line]:
                 and not _HEADER_LINE.match(raw)
                 and not re.search(r"\s\|\s|\t|\s{3,}", raw)
                 and not re.search(r"[.:]\s*$", previous.text)
+                and not _same_separator(previous.text, raw)
             ):
                 previous.join(raw, end)
                 continue
@@ -867,8 +1231,75 @@ def _logical_lines(pages: list[str]) -> list[_Line]:
     return lines
 
 
-# Keys: each field's key, as squashed text (see ``squash``).
+# The words keys are made of, to repair a key OCR damaged by one letter ("Estroge receptor",
+# "Marqin status", "Proesterone"): a word one edit (a letter changed, dropped or added) from one
+# of these, and from no other, is read as it.
+_KEY_VOCABULARY = (
+    "estrogen",
+    "oestrogen",
+    "oestr",
+    "progest",
+    "progesterone",
+    "receptor",
+    "receptors",
+    "margin",
+    "margins",
+    "histologic",
+    "histological",
+    "histology",
+    "histotype",
+    "grade",
+    "nottingham",
+    "differentiation",
+    "morphology",
+    "amplification",
+    "status",
+    "clearance",
+    "excision",
+    "resection",
+    "surgical",
+    "combined",
+    "tumor",
+    "tumour",
+)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """``a`` and ``b`` differ by exactly one letter changed, dropped or added."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b, strict=True)) == 1
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+
+
+def _repaired(key: str) -> str:
+    def fix(m: re.Match[str]) -> str:
+        word = m.group(0)
+        if len(word) < 4 or word in _KEY_VOCABULARY:
+            return word
+        near = [v for v in _KEY_VOCABULARY if len(v) >= 5 and _one_edit(word, v)]
+        # (one word, or its forms: "margis" is a letter from "margin" and from "margins")
+        return near[0] if near and len({v[:5] for v in near}) == 1 else word
+
+    return re.sub(r"[a-z]+", fix, fold(key))
+
+
+@lru_cache(maxsize=4096)
 def _key_field(key: str) -> str | None:
+    """The field a key names, also when OCR damaged one of its words by a letter."""
+    repaired = _repaired(key)
+    if repaired != fold(key):
+        # (the repaired word decides: "histologic qrade" is a grade's key, not a type's)
+        field = _key_field_exact(repaired)
+        if field is not None:
+            return field
+    return _key_field_exact(key)
+
+
+# Keys: each field's key, as squashed text (see ``squash``).
+def _key_field_exact(key: str) -> str | None:
     k = squash(key)
 
     def has(*words: str) -> bool:
@@ -881,6 +1312,8 @@ def _key_field(key: str) -> str | None:
     her2 = "her2" in k or "erbb2" in k or "hercep" in k or ("her" in words and "2" in words)
     if "estrogen" in k or "oestrogen" in k or first in {"er", "er(sp1)", "er(clone"}:
         return "er"
+    if re.match(r"o?estr(?:\.|\s|$|rec)", fold(key).strip()) and len(k) <= 12:
+        return "er"  # "Estr. rec.", "Oestr."
     if k.startswith("er") and not k.startswith("erb") and len(k) <= 12:
         return "er"
     if not her2 and ("er" in words or "era" in words):
@@ -905,7 +1338,7 @@ def _key_field(key: str) -> str | None:
         if re.search(r"flnal|overall|status|result$", k):
             return "her2_final"
         return "her2_ihc"
-    if has("margin", "clearance"):
+    if has("margin", "clearance") or (words and words[0] in {"marg", "mgn", "mgns", "margs"}):
         return "margins"
     if has("grade") and not has("nuclear", "dcis"):
         return "grade"
@@ -922,7 +1355,7 @@ def _key_field(key: str) -> str | None:
         return "grade_mitoses"
     if has("score") and has("total", "sum", "nottingham", "combined"):
         return "grade_score"
-    if has("type", "histolog", "morpholog", "classification") and not has(
+    if has("type", "histol", "morpholog", "classification") and not has(
         "procedure", "specimen", "laterality", "sample"
     ):
         return "histology"
@@ -942,15 +1375,30 @@ def _checked(value: str) -> str | None:
     """The option checked in a printed row of boxes: "" when no box is checked (empty),
     None when the value has no boxes."""
     value = boxes(value)
+    if re.search(r"\S\s{3,}\S", value):
+        # Options set apart by gaps, the chosen one starred ("Grade 1    * Grade 2    Grade 3").
+        value = re.sub(r"(?:^|(?<=\s))\*(?=\s?[A-Za-z0-9])", "[X]", value)
     if not re.search(r"\[\s*[xX\u2713 ]?\s*\]", value):
         return None
-    if re.match(r"\s*\[", value):
+    first = re.search(r"\[\s*[xX\u2713]\s*\]", value)
+    # A box before its option: at the row's start, or set off by a gap before the option it
+    # marks ("Grade 1    [X] Grade 2    Grade 3"); else after it.
+    before = bool(
+        re.match(r"\s*\[", value)
+        or (
+            first
+            and re.search(r"(?:^|\s{2,}|:)\s*$", value[: first.start()])
+            and re.match(r" ?[A-Za-z0-9]", value[first.end() :])
+        )
+    )
+    if before:
         picked = re.findall(r"\[\s*[xX\u2713]\s*\]\s*([^\[\n]*?)(?=\s*\[|\s{2,}|$)", value)
     else:
-        # Each box after its option ("Pos [x]   Low [ ]"): the option is the text before it.
+        # Each box after its option ("Pos [x]   Low [ ]"): the option is the text before it
+        # (back to the gap before it, where other options have no box).
         parts = re.split(r"(\[\s*[xX\u2713 ]?\s*\])", value)
         picked = [
-            parts[i - 1].strip()
+            re.split(r"\s{2,}", parts[i - 1].strip())[-1]
             for i in range(1, len(parts), 2)
             if re.search(r"[xX\u2713]", parts[i])
         ]
@@ -963,8 +1411,8 @@ def _form_extras(value: str) -> str:
     """What follows the boxes on a form row: "%: 90", "Intensity: strong", "Ratio: 2.4"."""
     out = []
     for label, pattern in (
-        ("%", r"%\s*:\s*(\d{1,3})\b"),
-        ("", r"intensity\s*:\s*(weak|moderate|strong)"),
+        ("%", r"%\s*(?:of\s*)?(?:cells|nuclei)?\s*(?:[:=-]|is)?\s*(\d{1,3})\b(?![.\d])"),
+        ("", r"intensity\s*(?:[:=-]|is)?\s*(weak|moderate|strong)"),
         ("ratio ", r"ratio\s*:\s*(\d+(?:\.\d+)?)"),
         ("score ", r"score\s*:\s*(\d)"),
         ("", r"(?:distance|margin\s+at|clearance)\s*:\s*(\d+(?:\.\d+)?\s*mm)"),
@@ -985,11 +1433,27 @@ class _Candidate:
     raw: str = ""  # a labelled value as it stands after its label (a form row's boxes)
 
 
+def _printed_options(key: str, value: str) -> bool:
+    """The value is a form's printed options with none marked ("Positive    Negative", "0
+    1+    2+    3+"): two or more, set apart by gaps, each a value of the field that the
+    others contradict."""
+    chunks = [c for c in re.split(r"\s{3,}|\t+", value.strip()) if c]
+    name = "her2_status" if key.startswith("her2") else _ROW_VALUE.get(key)
+    if len(chunks) < 2 or name is None:
+        return False
+    if any(re.search(r"%|score|allred|ratio|mm\b|cm\b", c, re.I) for c in chunks):
+        return False
+    meanings = [m for c in chunks if (m := canonical(name, c))]
+    return len(meanings) >= 2 and any(not same(name, meanings[0], m) for m in meanings[1:])
+
+
 def _value_of(key: str, value: str) -> tuple[str, str]:
     """(value to read, why withheld) for a labelled value."""
     if _EMPTY.match(value):
         return "", "empty"
     boxes = _checked(value)
+    if boxes is None and _printed_options(key, value):
+        return "", "empty box"
     if boxes is not None:
         if not boxes:
             return "", "empty box"
@@ -1003,14 +1467,45 @@ def _value_of(key: str, value: str) -> tuple[str, str]:
     return value, ""
 
 
+# A form's sub-row that goes on about the receptor row above it ("  % cells - 20", "  Intensity
+# [ ] Weak  [X] Moderate").
+_SUB_ROW = re.compile(
+    r"^\s*(?:%|percent(?:age)?|proportion)\s*(?:of\s+)?(?:cells|nuclei)?\s*(?:[:=-]|is\b|\t+)?"
+    r"\s*(?P<pct>\d{1,3})\s*%?\s*$"
+    r"|^\s*intensity\s*(?:[:=-]|is\b|\t+)?\s*(?P<int>\S.*)$",
+    re.IGNORECASE,
+)
+
+
+def _sub_row(line: _Line, above: _Candidate | None) -> bool:
+    """Read a percentage or intensity sub-row into the receptor value of the row above it
+    (True: the line was one)."""
+    m = _SUB_ROW.match(line.text)
+    if m is None or above is None or not above.value:
+        return False
+    if m.group("pct") is not None:
+        above.value += f" ({m.group('pct')}%)"
+        return True
+    said = _checked(m.group("int"))
+    said = m.group("int") if said is None else said
+    word = next((w for w in ("weak", "moderate", "strong") if w in fold(said)), "")
+    if word and len(said.split()) <= 2:
+        above.value += f", {word}"
+    return True
+
+
 def _candidates(lines: list[_Line]) -> list[_Candidate]:
     found: list[_Candidate] = []
+    receptor: _Candidate | None = None  # the receptor row the next lines may go on about
     for line in lines:
         if line.history or line.node:
             continue
         text = line.text
         if _PREVIOUS.search(fold(text)):
             continue
+        if _sub_row(line, receptor):
+            continue
+        receptor = None
         kv, key = _key_value(text)
         if kv and key and histology_canonical(kv.group("k")) is not None:
             # A "key" that names a tumour type is a diagnosis sentence cut at a separator
@@ -1018,8 +1513,9 @@ def _candidates(lines: list[_Line]) -> list[_Candidate]:
             kv, key = None, None
         if kv and key and key != "diagnosis":
             given, rest = kv.group("v"), ""
-            stop = re.search(r"\.\s+(?=[A-Z])", given)
-            if stop and _MARKER_IN_TEXT.search(fold(given[stop.end() :])):
+            stop = re.search(r"[.;]\s+(?=[A-Za-z])", given)
+            named = _MARKER_IN_TEXT.search(fold(given[stop.end() :])) if stop else None
+            if stop and named and not (key.startswith("her2") and named.lastgroup == "her2"):
                 # "PgR: low positive, 1%, weak. HER2 is 3+, ...": the next sentence names
                 # another marker; it is read as a sentence.
                 given, rest = given[: stop.start()], given[stop.end() :]
@@ -1028,6 +1524,8 @@ def _candidates(lines: list[_Line]) -> list[_Candidate]:
             if re.search(r"\s\|\s|\t|\s{3,}", text) and not re.search(r":", text):
                 level = 0  # a table row
             found.append(_Candidate(key, value, line, level, why, given.strip()))
+            if key in ("er", "pr"):
+                receptor = found[-1]
             if key in ("grade", "margins") and _carcinoma(fold(kv.group("k"))):
                 # A diagnosis sentence whose grade wording has a colon ("Tubular carcinoma,
                 # histologic grade Grade: II/III"): its start is the tumour's type.
@@ -1068,7 +1566,7 @@ def _candidates(lines: list[_Line]) -> list[_Candidate]:
                 if which == "her2":
                     which = (
                         "her2_ish"
-                        if re.search(r"flsh|slsh|lnsltu|ampllf", squash(segment))
+                        if re.search(r"flsh|slsh|lnsltu|ampllf|cep17", squash(segment))
                         or re.search(r"\bi\s?s\s?h\b", segment)
                         else "her2_ihc"
                     )
@@ -1082,8 +1580,9 @@ def _candidates(lines: list[_Line]) -> list[_Candidate]:
             continue
         if _carcinoma(f) or re.search(r"\b(?:idc|ilc)\b", f) or _ICDO_CODE.search(text):
             found.append(_Candidate("histology", text, line, 1))
-        if re.search(
-            r"grade|differentiated|nottingham|\bnhg|elston|bloom|\bg[123]\b", f
+        if (
+            re.search(r"grade|differentiated|nottingham|\bnhg|elston|bloom|\bg[123]\b", f)
+            or _component_sum(f) is not None
         ) and not re.search(r"nuclear\s+grade", f):
             found.append(_Candidate("grade", text, line, 1))
         if re.search(r"margln|lnkontumo|tumou?ratlnk", squash(f)) and not kv:

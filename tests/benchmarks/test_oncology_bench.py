@@ -42,9 +42,10 @@ def test_the_split_is_frozen_and_covers_every_layout():
     # third k.
     assert split["held_out_first_wave"] == [f"{lay}/c" for lay in pathgen.LAYOUTS]
     assert set(split["held_out"]) - set(split["held_out_first_wave"]) == {
-        t for t in pathgen.templates() if t.endswith(("/h", "/k"))
+        t for t in pathgen.templates() if t.endswith(("/h", "/k", "/n"))
     }
     assert {t.split("/")[0] for t in split["held_out"] if t.endswith("/k")} == layouts
+    assert {t.split("/")[0] for t in split["held_out"] if t.endswith("/n")} == layouts
 
 
 def test_first_wave_documents_are_byte_identical_to_those_measured():
@@ -63,13 +64,86 @@ def test_earlier_waves_documents_are_byte_identical_after_the_third_wave():
     # Hash of every template of the first two waves (a-h, twocol, letter; 10 documents each) as
     # generated before the third wave was added.
     h = hashlib.sha256()
-    earlier = [t for t in pathgen.templates() if t.split("/")[1] not in pathgen.THIRD_VARIANTS]
+    earlier = [
+        t
+        for t in pathgen.templates()
+        if t.split("/")[1] not in pathgen.THIRD_VARIANTS + pathgen.FOURTH_VARIANTS
+    ]
     assert len(earlier) == 36
     for template in earlier:
         for i in range(10):
             d = pathgen.generate(template, i)
             h.update(json.dumps([d.key, d.text, d.truth, d.features], sort_keys=True).encode())
     assert h.hexdigest() == "28facba4e3d9606a9ae449e2bba18202c295d151f80c47d35c40e51ec9e0655b"
+
+
+def test_earlier_waves_documents_are_byte_identical_after_the_fourth_wave():
+    # Hash of every template of the first three waves (a-k; 10 documents each) as generated
+    # before the fourth wave was added.
+    h = hashlib.sha256()
+    earlier = [t for t in pathgen.templates() if t.split("/")[1] not in pathgen.FOURTH_VARIANTS]
+    assert len(earlier) == 54
+    for template in earlier:
+        for i in range(10):
+            d = pathgen.generate(template, i)
+            h.update(json.dumps([d.key, d.text, d.truth, d.features], sort_keys=True).encode())
+    assert h.hexdigest() == "24a9105e1b08ce6d8828b9538621d653cc4b602ee406d4c0491744c902b96379"
+
+
+def test_fourth_wave_held_out_variant_shares_no_wording_with_its_build_variants():
+    pools: list[list[Any]] = [
+        *pathgen.FOURTH_LABELS.values(),
+        *pathgen.HISTOLOGY4.values(),
+        pathgen.FOURTH_STYLES,
+        pathgen.FOURTH_WRAPS,
+        pathgen.FOURTH_MARKS,
+        pathgen.FOURTH_KEY_OCR,
+    ]
+    for pool in pools:
+        held = {pathgen.pick4(random.Random(i), "n", pool) for i in range(60)}
+        build = {pathgen.pick4(random.Random(i), v, pool) for i in range(60) for v in "lm"}
+        assert held and build and not held & build
+    # The receptor, HER2, grade and margin wordings: n's never equal l's or m's.
+    for seed in range(60):
+        tumour = pathgen._tumour(random.Random(seed), "a")
+        fns = [
+            lambda r, v, t=tumour: pathgen.grade4(r, v, t),
+            lambda r, v, t=tumour: pathgen.margin4(r, v, t),
+            lambda r, v, t=tumour: pathgen.receptor4(r, v, t.er),
+            lambda r, v, t=tumour: pathgen.her2_4(r, v, t.her2, with_ish=False),
+        ]
+        if tumour.her2.ish:
+            fns += [
+                lambda r, v, t=tumour: pathgen.her2_ish4(r, v, t.her2),
+                lambda r, v, t=tumour: pathgen.her2_4(r, v, t.her2, with_ish=True),
+            ]
+        for fn in fns:
+            n = {fn(random.Random(i), "n") for i in range(30)}
+            lm = {fn(random.Random(i), v) for i in range(30) for v in "lm"}
+            assert not n & lm
+    # Where the fourth wave draws an earlier pool, n draws c's (held out), l and m a's and b's.
+    old = pathgen.LABELS["er"]
+    assert {pathgen.pick(random.Random(i), "n", old) for i in range(60)} == set(old[2::3])
+    assert not {pathgen.pick(random.Random(i), "l", old) for i in range(60)} & set(old[2::3])
+
+
+def test_fourth_wave_truth_states_only_what_the_report_states():
+    # A percentage in the truth is printed in the report (as "90%", "90 percent" or a form's
+    # "% cells 90"); an ISH result stated by numbers alone is ASCO/CAP group 1 or 5.
+    for layout in (*pathgen.LAYOUTS, *pathgen.NEW_LAYOUTS):
+        for v in pathgen.FOURTH_VARIANTS:
+            for i in range(30):
+                doc = pathgen.generate(f"{layout}/{v}", i)
+                text = doc.text.replace(" ", "").replace("O", "0").replace("l", "1")
+                for name in ("er_status", "pr_status"):
+                    value = doc.truth[name] or ""
+                    if "%" in value:
+                        pct = value.split("(")[1].split(",")[0].rstrip(")%")
+                        assert pct in text
+    for ratio, ish in ((2.2, "amplified"), (5.0, "amplified"), (1.0, ""), (1.8, "")):
+        h = pathgen.Her2(2, ish or "not amplified", ratio)
+        copies = pathgen.her2_copies(h)
+        assert (copies >= 4) == (ish == "amplified")
 
 
 def test_third_wave_held_out_variant_shares_no_wording_with_its_build_variants():

@@ -215,10 +215,13 @@ def test_a_report_that_is_not_a_breast_report_is_not_read():
 # -- properties over the generator's build templates ----------------------------------------------
 
 BUILD = [t for t in pathgen.templates() if pathgen.split_of(t) == "build"]
+# The first three waves' build templates, which the reader reads in full; the fourth wave's (l,
+# m) have a property of their own below (a rate of contradictions, as i and j had at first).
+BUILD_READ_IN_FULL = [t for t in BUILD if t.split("/")[1] not in pathgen.FOURTH_VARIANTS]
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(BUILD), st.integers(min_value=1000, max_value=100_000))
+@given(st.sampled_from(BUILD_READ_IN_FULL), st.integers(min_value=1000, max_value=100_000))
 def test_any_generated_report_gives_the_true_canonical_values(template, index):
     doc = pathgen.generate(template, index)
     got = oncology.read([doc.text])
@@ -841,3 +844,237 @@ def test_options_left_unchecked_after_their_boxes_raise_no_doubt(name, row):
     assert oncology.unsure(name, row) == ""
     # ... while the same options all stated are a doubt.
     assert oncology.unsure(name, row.replace("( )", "(X)").replace("[ ]", "[x]")) != ""
+
+
+# -- the fourth wave's classes (build variants l, m) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        "Estrogen receptor (ER) is Positive (90%, strong)",
+        "Estrogen receptor (ER) - Positive (90%, strong)",
+        "Estrogen receptor (ER):- Positive (90%, strong)",
+        "Estrogen receptor (ER) -- Positive (90%, strong)",
+        "Estrogen receptor (ER)\t\t\tPositive (90%, strong)",
+        "Estrogen receptor (ER) Positive (90%, strong)",
+        "Oestr. Positive (90%, strong)",
+    ],
+)
+def test_a_key_meets_its_value_by_any_separator_or_none(row):
+    got = canon("LEFT BREAST, LUMPECTOMY:\n" + row + "\n")
+    assert got["er_status"] == "positive (90%, strong)"
+
+
+def test_a_sentence_before_is_is_no_key_and_er_in_lower_case_no_marker():
+    # ("The tumour ... is" names no key; OCR's "und er" is no estrogen receptor)
+    assert oncology._key_value("The tumour described in the earlier note is grade 2")[1] is None
+    got = canon(
+        "LEFT BREAST, EXCISION:\n"
+        "Tumor cells und er the nipple are positive (90%) for cytokeratin.\n"
+    )
+    assert "er_status" not in got
+
+
+@pytest.mark.parametrize(
+    ("key", "field"),
+    [
+        ("Estroge Receptor (SP1)", "er"),  # a letter dropped
+        ("Proqesterone receptor", "pr"),  # g read as q
+        ("Marqin status", "margins"),
+        ("Combined histologic qrade", "grade"),  # the repaired word decides, not "histologic"
+        ("Resection margis", "margins"),  # one letter from "margin" and from "margins"
+        ("Estr. rec.", "er"),
+        ("Oestr.", "er"),
+        ("Mgns", "margins"),
+        ("Histol. dx", "histology"),
+    ],
+)
+def test_keys_damaged_by_ocr_or_abbreviated_name_their_field(key, field):
+    assert oncology._key_field(key) == field
+
+
+@pytest.mark.parametrize(
+    ("row", "grade"),
+    [
+        ("Nott. grade [v] Grade 1    [ ] Grade 2    [ ] Grade 3", "grade 1"),
+        ("Nott. grade Grade 1    Grade 2 \u2713    Grade 3", "grade 2"),
+        ("Nott. grade Grade 1    \u2713 Grade 2    Grade 3", "grade 2"),
+        ("Nott. grade * Grade 1    Grade 2    Grade 3", "grade 1"),
+        ("Nott. grade Grade 1 < >    Grade 2 < >    Grade 3 <x>", "grade 3"),
+        ("Nott. grade Grade 1 [ ]    Grade 2 [*]    Grade 3 [ ]", "grade 2"),
+    ],
+)
+def test_check_marks_of_every_style_before_or_after_their_option(row, grade):
+    assert canon("LEFT BREAST, LUMPECTOMY:\n" + row + "\n")["grade"] == grade
+
+
+def test_printed_options_with_none_marked_are_no_value():
+    report = (
+        "LEFT BREAST, CORE BIOPSY:\n"
+        "Margin status - Positive    Negative\n"
+        "Estrogen receptor (ER) - Positive    Negative\n"
+        "HER-2 - 0    1+    2+    3+\n"
+    )
+    got = oncology.read([report])
+    for name in ("margins", "er_status", "her2_status"):
+        assert name not in got or got[name].canonical is None
+
+
+def test_a_forms_percentage_and_intensity_sub_rows_go_with_the_receptor_above():
+    report = (
+        "LEFT BREAST, LUMPECTOMY:\n"
+        "Oestr.\t\t\t* Positive    Negative\n"
+        "  % cells\t\t\t5\n"
+        "  Intensity\t\t\tWeak    * Moderate    Strong\n"
+    )
+    assert canon(report)["er_status"] == "low positive (5%, moderate)"
+
+
+@pytest.mark.parametrize(
+    ("value", "meaning"),
+    [
+        ("H-score 180", "positive"),  # above 30: more than 10% of cells
+        ("H-score 0", "negative"),
+        ("H-score 20", None),  # cannot tell low positive from positive
+        ("Low positive (H-score 10)", "low positive"),
+        ("60 percent, moderate intensity", "positive (60%, moderate)"),
+        ("0 percent of nuclei", "negative"),
+        ("Strongly positive in >50% of cells", "positive (strong)"),
+        ("Weakly positive in 1-10% of cells", "low positive (weak)"),
+        ("Moderately positive in 11-50% of cells", "positive (moderate)"),
+        ("less than 1% (negative)", "negative"),
+        ("40% nuclei staining, intensity 2+", "positive (40%, moderate)"),
+    ],
+)
+def test_receptors_by_h_score_percent_in_words_ranges_bounds_and_intensity_scores(value, meaning):
+    assert oncology.receptor_canonical(value) == meaning
+
+
+@pytest.mark.parametrize(
+    ("value", "meaning"),
+    [
+        ("HER2/CEP17 ratio 2.6; mean HER2 copy number 5.5 per cell", "positive"),
+        ("ratio 1.3 (HER2 2.5 signals/nucleus)", "negative"),
+        ("2+ equivocal; reflex ISH ratio 2.4, 5.0 HER2 copies per cell", "positive"),
+        ("ratio 2.2, mean HER2 3.1 signals", None),  # group 2: no result read
+        ("Negative (score 0 on a 0-3+ scale)", "negative"),  # the scale is no score
+        ("Equivocal (score 2+ on a 0-3+ scale)", "equivocal"),
+    ],
+)
+def test_her2_by_ratio_and_copy_number_and_a_scale_that_is_no_score(value, meaning):
+    assert oncology.her2_canonical(value) == meaning
+
+
+@pytest.mark.parametrize(
+    ("value", "meaning"),
+    [
+        ("Tubules 3, nuclei 2, mitoses 3", "grade 3 (score 8)"),
+        ("Tubu les 1, nuc lei 2, rnitoses 2", "grade 1 (score 5)"),  # OCR-broken words
+        ("T3P2M1 (total 6)", "grade 2 (score 6)"),
+        ("Nuclear 1, tubular 2, mitotic 1 - total 4", "grade 1 (score 4)"),
+        ("Score 7 of 9 (tubular 3, nuclear 2, mitotic 2)", "grade 2 (score 7)"),
+    ],
+)
+def test_grade_by_its_component_scores_or_total_alone(value, meaning):
+    assert oncology.grade_canonical(value) == meaning
+
+
+@pytest.mark.parametrize(
+    ("value", "meaning"),
+    [
+        ("0.4 cm from medial margin", "not involved (4 mm)"),
+        ("8 millimeters to medial margin", "not involved (8 mm)"),
+        ("less than 1 mm from the posterior margin", "not involved"),
+        ("< 2 mm (anterior), margins negative", "not involved"),
+        ("Tumor on ink (superior)", "involved"),
+        ("Positive for carcinoma at medial margin", "involved"),
+    ],
+)
+def test_margins_by_distance_in_words_or_cm_a_bound_or_tumour_on_ink(value, meaning):
+    assert oncology.margins_canonical(value) == meaning
+
+
+def test_nuclear_in_a_margin_sentence_is_no_clear_margin():
+    text = "Nuclear 2, tubular 1 - total 4. As to the margins, Involved (posterior), distance 0 mm"
+    assert oncology.margins_canonical(text) == "involved"
+
+
+@pytest.mark.parametrize(
+    ("value", "code"),
+    [
+        ("Lobular, invasive", "8520/3"),
+        ("Tubular, invasive (ICD-O-3 pending)", "8211/3"),
+        ("Ductal and lobular, invasive (mixed)", "8522/3"),
+        ("It contains mucinous, invasive (Nottingham: 3+1+1)", "8480/3"),
+    ],
+)
+def test_a_type_word_and_invasive_name_the_tumour_without_carcinoma(value, code):
+    got = oncology.histology_canonical(value)
+    assert got is not None and got.startswith(code)
+
+
+def test_a_value_wrapped_onto_the_next_line_under_any_row():
+    report = (
+        "LEFT BREAST, LUMPECTOMY:\n"
+        "Hist. type Carcinoma of\n"
+        "           breast, mucinous\n"
+        "Estrogen receptor (ER) - Strongly positive in\n"
+        "    >50% of cells\n"
+        "Nott. grade\t\t\tNuclear 1, tubular 3,\n"
+        "   mitotic 2 - total 6\n"
+    )
+    got = canon(report)
+    assert got["histology"] == "8480/3 mucinous carcinoma"
+    assert got["er_status"] == "positive (strong)"
+    assert got["grade"] == "grade 2 (score 6)"
+
+
+def test_two_columns_whose_rows_have_no_colon_are_read_down():
+    report = (
+        "LEFT BREAST, LUMPECTOMY:\n"
+        "TUMOUR                                            Biomarkers\n"
+        "Carcinoma type - Invasive lobular carcinoma       ER - Positive (90%, strong)\n"
+        "Size - 11 mm                                      PR - Negative (0%)\n"
+        "Combined histologic grade - Tubules 2, nuclei\n"
+        "   2, mitoses 1\n"
+        "Margin status - 0.4 cm from medial margin\n"
+    )
+    got = canon(report)
+    assert got["grade"] == "grade 1 (score 5)"
+    assert got["er_status"] == "positive (90%, strong)"
+    assert got["pr_status"] == "negative"
+    assert got["margins"] == "not involved (4 mm)"
+
+
+def test_fourth_wave_build_reports_rarely_contradict_the_truth_where_the_reader_is_sure():
+    # Development property over the build variants l and m (n is held out), on documents the
+    # reader was not tuned on (indices 400-419): of the values read with no doubt (level 0),
+    # at most 1% contradict the truth.
+    sure = wrong = 0
+    for template in [t for t in BUILD if t.split("/")[1] in pathgen.FOURTH_BUILD]:
+        for index in range(400, 420):
+            doc = pathgen.generate(template, index)
+            for name, reading in oncology.read([doc.text]).items():
+                truth = doc.truth.get(name)
+                if reading.canonical and truth and reading.level == 0:
+                    sure += 1
+                    expected = oncology.canonical(name, truth) or truth
+                    wrong += not oncology.same(name, expected, reading.canonical)
+    assert sure > 500
+    assert wrong <= 0.01 * sure
+
+
+@pytest.mark.parametrize(
+    ("name", "row"),
+    [
+        ("grade", "Grade 1 \u2713    Grade 2    Grade 3"),
+        ("grade", "[v] Grade 1    [ ] Grade 2    [ ] Grade 3"),
+        ("grade", "* Grade 1    Grade 2    Grade 3"),
+        ("margins", "Positive    \u2713 Negative"),
+        ("margins", "Positive <x>    Negative < >"),
+    ],
+)
+def test_options_left_bare_or_unchecked_before_their_boxes_raise_no_doubt(name, row):
+    assert oncology.canonical(name, row) is not None
+    assert oncology.unsure(name, row) == ""
