@@ -894,6 +894,12 @@ def _opens_with_key(text: str) -> bool:
     return _no_separator(text, strict=False) is not None
 
 
+# A marker named inside a value: the line lists several results, it is no key's row.
+_ANOTHER_MARKER = re.compile(
+    r"\b(?:ER|PR|PgR|HER-?2)\b|\b(?:estrogen|oestrogen|progesterone)\b", re.IGNORECASE
+)
+
+
 def _no_separator(text: str, strict: bool = True) -> re.Match[str] | None:
     """A key and its value with no separator between ("Oestr. Positive", "Mgns 4 mm"): the
     shortest start of the line that names a field, with the words that carry a key on, where
@@ -933,6 +939,8 @@ def _no_separator(text: str, strict: bool = True) -> re.Match[str] | None:
         return None
     if not (known or _checked(value) is not None or _PENDING.search(fold(value))):
         return None
+    if _ANOTHER_MARKER.search(value):
+        return None  # a sentence listing markers ("ER positive, PR negative, HER2 ..."): no row
     if field == "histology" and histology_canonical(key) is not None:
         return None
     return _row_match(text, end, len(text) - len(value))

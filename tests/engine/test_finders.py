@@ -485,7 +485,8 @@ def test_the_loop_reads_a_whole_breast_report_and_scores_it_as_complete():
         "histology": "INVASIVE DUCTAL CARCINOMA, NOTTINGHAM GRADE 3 OF 3 (TUBULES 3, NUCLEI 3, "
         "MITOSES 3).",
         "grade": "NOTTINGHAM GRADE 3 OF 3",
-        "margins": "MARGINS FREE OF TUMOR; CLOSEST MARGIN (DEEP) 0.4 CM",  # status and distance
+        # status and distance, read as the MARGINS key's row (no separator after the key)
+        "margins": "FREE OF TUMOR; CLOSEST MARGIN (DEEP) 0.4 CM.",
         "er_status": "POSITIVE (90%, STRONG)",
         "pr_status": "NEGATIVE (<1%)",
         "her2_status": "1+ (NEGATIVE)",
