@@ -3,13 +3,16 @@ of which type, or paperwork about reports (a leaflet walking through an example 
 referral, an appointment or prior-authorisation letter, a test directory, a consent or trial
 sheet, an audit or peer-review record, a policy, a bill).
 
-A linear model (scikit-learn's logistic regression) over word and character n-grams and a few
-hand features that say whether the text reports findings about one patient: a patient named or
-numbered, a date of service, an author or a sign-out, results stated with units, against text
-addressed to a reader ("you", "your"), examples and samples, blanks to fill in, prices and
-requests. It is trained at first use from the look-alike generator's templates that are not held
-out (engine.lookalikes: text written for this project), in about a second, so it ships as code,
-not as a file, and learns from no document a model was shown.
+Two linear models (logistic regressions) over hand features that say whether the text reports
+findings about one patient: a patient named or numbered, a date of service, an author or a
+sign-out, results stated with units, the writer's voice about one patient, against text
+addressed to a reader ("you", "your"), questions it answers, people in general, examples and
+samples, blanks to fill in, prices and requests. The coefficients ship in ``data/
+discriminator.json``, trained by ``manage.py bench_reports --train-discriminator`` on the
+look-alike generator's training templates, gathered public paperwork (patient-education pages)
+and the development corpus's dev split (docs/security.md); the file holds numbers, no text.
+When it is missing or its fingerprint no longer matches these signals, the model is trained at
+first use from the generator's templates alone (about a second).
 
 Callers ask two questions of a ``Reading``:
 * ``not_a_report(doc_type)``: the text is paperwork about a report of that type, not one;
@@ -23,13 +26,26 @@ Pure: no Django.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
+import math
 import re
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
 from engine.schemas import DocType
 
+logger = logging.getLogger(__name__)
+
+# The model as trained by ``manage.py bench_reports --train-discriminator`` (the generator's
+# training templates, gathered public negatives and the development corpus's dev split; see
+# docs/security.md): coefficients only, no text. Without it, or when it is stale, the model is
+# trained from the generator alone at first use.
+MODEL_FILE = Path(__file__).with_name("data") / "discriminator.json"
 PER_TEMPLATE = 15  # training documents per template
 SEED = 32
 # How sure the model must be before it says "not a report": paperwork at least MIN_PAPERWORK.
@@ -37,11 +53,13 @@ MIN_PAPERWORK = 0.9
 # ... and a report type only when the text does not read, this surely, as an encounter note.
 MIN_NOTE = 0.9
 EVIDENCE_FEATURES = 4
+PER_SIGNAL = 3  # features per signal: present, rate per 100 words, log count
 PENALTY = 3.0  # L2: keeps any one signal from deciding alone
 MIN_KINDS = 2  # kinds of paperwork signal that must weigh in before "not a report"
 # ... or a table of results: this many values with reference ranges (a panel, a semen analysis,
 # whatever SPECIMEN and DIAGNOSIS lines stand above it).
 MIN_RANGES = 3
+MIN_TABLE_PAPERWORK = 0.8
 RANGES = "reference ranges"
 MEASUREMENTS = "measurements"
 MAX_TABLE_MEASUREMENTS = 1
@@ -120,8 +138,47 @@ SIGNALS: tuple[Signal, ...] = (
         ),
         True,
     ),
+    Signal(
+        "one patient's story",
+        re.compile(
+            r"\b(?:the patient|this patient|patient (?:is|was|has|had|states|reports|denies)"
+            r"|he|she|(?:mr|mrs|ms)\.? [A-Z][a-z]+)\b"
+            # the writer's own voice about this patient (a leaflet says "you" and "we")
+            r"|\bI (?:have|had|saw|spent|examined|discussed|reviewed|placed|ordered|am|was|will"
+            r"|recommend(?:ed)?|think|feel|felt|saw|noted)\b",
+            _I,
+        ),
+        True,
+    ),
     # About reports in general, or asking for something.
     Signal("addressed to a reader", re.compile(r"\b(?:you|your|yours)\b", _I), False),
+    # General health information: a page about a condition, a test, a gene or a medicine asks
+    # its own questions and speaks of people in general, where a note speaks of one patient.
+    # (A question word first: a checklist's "Margins involved?" is no question to a reader.)
+    Signal(
+        "questions it answers",
+        re.compile(
+            r"^[ \t]*(?:Q:\s*)?(?:what|how|who|when|why|where|which|can|could|is|are|do|does"
+            r"|should|will|am)\b[^\n?]{2,150}\?[ \t]*$",
+            _IM,
+        ),
+        False,
+    ),
+    Signal(
+        "people in general",
+        re.compile(
+            r"\b(?:people|persons|individuals|patients|children|adults|women|men|anyone|someone"
+            r"|most|many)\s+(?:with|who|may|can|might|often|usually|should|will|have|are|get"
+            r"|develop|need)\b|\b(?:can|may|might) (?:cause|lead to|help|increase|lower|reduce"
+            r"|prevent|affect|be (?:caused|used|treated))\b"
+            r"|\b(?:is|are) (?:a|an) (?:common |rare )?"
+            r"(?:type|kind|form|group|condition|disorder|disease)s? (?:of|in|that)\b"
+            r"|\brisk factors?\b|\bsigns and symptoms\b|\b(?:symptoms|causes|treatments?|options)"
+            r" (?:may |can )?include\b|\btreatment options?\b|\bpercent of\b",
+            _I,
+        ),
+        False,
+    ),
     Signal(
         "examples and explanations",
         re.compile(
@@ -236,13 +293,15 @@ def signals_of(text: str, signals: tuple[Signal, ...] = SIGNALS) -> dict[str, in
 
 
 def _row(counts: dict[str, int], words: int, signals: tuple[Signal, ...]) -> list[float]:
-    """Each signal as present (0/1) and as a rate per 100 words, capped: a long report's many
-    findings must not outweigh everything, nor a leaflet's length dilute its "you"."""
+    """Each signal as present (0/1), as a rate per 100 words, capped (a long report's many
+    findings must not outweigh everything, nor a leaflet's length dilute its "you"), and as a
+    log count (forty general statements in a long page say more than three)."""
     row = []
     for s in signals:
         n = counts[s.name]
         row.append(1.0 if n else 0.0)
         row.append(min(3.0, 100.0 * n / max(words, 1)))
+        row.append(math.log1p(n) / 2.0)
     return row
 
 
@@ -256,13 +315,19 @@ class Reading:
     def not_a_report(self, doc_type: DocType) -> str | None:
         """Why the text is paperwork about a ``doc_type`` report (or note) rather than one,
         or None when the model is not sure of it."""
-        if doc_type == DocType.OTHER or self.paperwork < MIN_PAPERWORK:
+        if doc_type == DocType.OTHER:
             return None
         # A results table: values against reference ranges, not sizes (an obstetric ultrasound
         # gives its biometry ranges beside measurements in cm).
         ranges = self.signals.get(RANGES, 0)
         if self.signals.get(MEASUREMENTS, 0) > MAX_TABLE_MEASUREMENTS:
             ranges = 0
+        # Claimed as a pathology, radiology or genomic report, a table of results needs less
+        # surety: its ranges are the evidence. (A note may carry a results table: an EHR
+        # summary does.)
+        table = ranges >= MIN_RANGES and doc_type != DocType.CLINICAL_NOTE
+        if self.paperwork < (MIN_TABLE_PAPERWORK if table else MIN_PAPERWORK):
+            return None
         if len(self.evidence) < MIN_KINDS and ranges < MIN_RANGES:
             return None  # one kind of wording alone is no genre; a results table is one
         missing = [s.name for s in SIGNALS if s.reports and not self.signals.get(s.name)][:3]
@@ -290,20 +355,28 @@ class Reading:
 
 class Model:
     """Logistic regression over signals (L2-penalised, fitted by Newton's method in numpy:
-    some thirty features, so scikit-learn's import would cost more than the fit)."""
+    some forty features, so scikit-learn's import would cost more than the fit). The two
+    classes weigh the same whatever their counts: how many templates of paperwork the
+    generator has must not move the prior a report is judged against."""
 
     def __init__(self, rows: list[list[float]], targets: list[bool]) -> None:
         import numpy as np
 
         x = np.hstack([np.array(rows, dtype=float), np.ones((len(rows), 1))])
         y = np.array([float(t) for t in targets])
+        positives = float(y.sum())
+        weight = np.where(
+            y == 1.0,
+            len(y) / (2.0 * max(positives, 1.0)),
+            len(y) / (2.0 * max(len(y) - positives, 1.0)),
+        )
         w = np.zeros(x.shape[1])
         penalty = np.full(x.shape[1], PENALTY)
         penalty[-1] = 0.0  # the intercept is not penalised
         for _ in range(50):
             p = 1.0 / (1.0 + np.exp(-(x @ w)))
-            gradient = x.T @ (p - y) + penalty * w
-            hessian = (x * (p * (1 - p))[:, None]).T @ x + np.diag(penalty + 1e-9)
+            gradient = x.T @ (weight * (p - y)) + penalty * w
+            hessian = (x * (weight * p * (1 - p))[:, None]).T @ x + np.diag(penalty + 1e-9)
             step = np.linalg.solve(hessian, gradient)
             w -= step
             if float(np.abs(step).max()) < 1e-8:
@@ -311,9 +384,13 @@ class Model:
         self.coef = [float(v) for v in w[:-1]]
         self.intercept = float(w[-1])
 
-    def probability(self, row: list[float]) -> float:
-        import math
+    @classmethod
+    def of(cls, coef: list[float], intercept: float) -> Model:
+        model = cls.__new__(cls)
+        model.coef, model.intercept = [float(c) for c in coef], float(intercept)
+        return model
 
+    def probability(self, row: list[float]) -> float:
         z = self.intercept + sum(c * v for c, v in zip(self.coef, row, strict=True))
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
@@ -323,11 +400,28 @@ class Discriminator:
     every training document; an encounter note (1) against a report (0), learned from the
     reports and notes."""
 
+    paperwork: Model
+    note: Model
+
     def __init__(self, texts: list[str], labels: list[DocType]) -> None:
         rows = [self._rows(t) for t in texts]
         self.paperwork = Model([r[1] for r in rows], [t == DocType.OTHER for t in labels])
         pairs = [(r[2], t) for r, t in zip(rows, labels, strict=True) if t != DocType.OTHER]
         self.note = Model([r for r, _ in pairs], [t == DocType.CLINICAL_NOTE for _, t in pairs])
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> Discriminator:
+        """A model saved by ``as_dict``."""
+        found = cls.__new__(cls)
+        found.paperwork = Model.of(data["paperwork"]["coef"], data["paperwork"]["intercept"])
+        found.note = Model.of(data["note"]["coef"], data["note"]["intercept"])
+        return found
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            name: {"coef": [round(c, 8) for c in m.coef], "intercept": round(m.intercept, 8)}
+            for name, m in (("paperwork", self.paperwork), ("note", self.note))
+        }
 
     @staticmethod
     def _rows(text: str) -> tuple[dict[str, int], list[float], list[float]]:
@@ -341,7 +435,7 @@ class Discriminator:
         weights = []
         for k, s in enumerate(SIGNALS):
             coef = self.paperwork.coef
-            weight = coef[2 * k] * row[2 * k] + coef[2 * k + 1] * row[2 * k + 1]
+            weight = sum(coef[PER_SIGNAL * k + j] * row[PER_SIGNAL * k + j] for j in range(3))
             if not s.reports and weight > 0 and counts[s.name]:
                 weights.append((weight, f"{s.name} ({counts[s.name]})"))
         evidence = tuple(w for _, w in sorted(weights, reverse=True)[:EVIDENCE_FEATURES])
@@ -356,12 +450,48 @@ class Discriminator:
 _lock = threading.Lock()
 
 
-@lru_cache(maxsize=1)
-def _trained() -> Discriminator:
+def fingerprint() -> str:
+    """What a saved model's coefficients mean: the signals (names, patterns, sides), the
+    features each gives and how the models are fitted. A saved model whose fingerprint differs
+    is stale and is never used."""
+    described = {
+        "signals": [[s.name, s.pattern.pattern, int(s.pattern.flags), s.reports] for s in SIGNALS],
+        "note_signals": [
+            [s.name, s.pattern.pattern, int(s.pattern.flags), s.reports] for s in NOTE_SIGNALS
+        ],
+        "features": [PER_SIGNAL, "present", "rate per 100 words capped at 3", "log1p / 2"],
+        "fit": [PENALTY, "balanced classes", "newton", MAX_CHARS],
+    }
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
+
+
+def generated_training() -> tuple[list[str], list[DocType]]:
+    """The look-alike generator's templates that are not held out (engine.lookalikes)."""
     from engine.lookalikes import generate
 
     documents = generate(PER_TEMPLATE, seed=SEED, split="train")
-    return Discriminator([d.text for d in documents], [d.true_type for d in documents])
+    return [d.text for d in documents], [d.true_type for d in documents]
+
+
+def load(path: Path = MODEL_FILE) -> Discriminator | None:
+    """The saved model at ``path`` when it matches the code's fingerprint, else None."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if data.get("fingerprint") != fingerprint():
+        logger.warning("discriminator model %s is stale: trained on the generator instead", path)
+        return None
+    return Discriminator.of(data["model"])
+
+
+@lru_cache(maxsize=1)
+def _trained() -> Discriminator:
+    saved = load()
+    if saved is not None:
+        return saved
+    texts, labels = generated_training()
+    return Discriminator(texts, labels)
 
 
 def discriminator() -> Discriminator:

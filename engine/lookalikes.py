@@ -777,6 +777,292 @@ IMPRESSION: {r.choice(["50-69% right ICA stenosis", "less than 50% stenosis bila
 Interpreting physician: {r.choice(DOCTORS)}"""
 
 
+# -- general health information (truly other): what a condition is, for anyone who has it -------
+# A page of a health website or a leaflet about a condition, a test, a gene or a medicine: it
+# speaks of people in general and asks its own questions; a note speaks of one patient.
+
+CONDITIONS = [
+    (
+        "Type 2 diabetes",
+        "a long-term condition in which the body does not use insulin well, so sugar builds up "
+        "in the blood",
+        ["feeling very thirsty", "passing urine often", "tiredness", "blurred vision"],
+        ["an HbA1c blood test", "a fasting blood glucose test"],
+        ["healthy eating and activity", "metformin", "other tablets or insulin"],
+    ),
+    (
+        "Asthma",
+        "a condition of the airways, which become swollen and narrow and make breathing hard",
+        ["wheezing", "a tight chest", "coughing at night", "shortness of breath"],
+        ["spirometry", "a peak flow diary", "an allergy test"],
+        ["a reliever inhaler", "a preventer inhaler", "avoiding triggers"],
+    ),
+    (
+        "Chronic kidney disease",
+        "a gradual loss of the kidneys' ability to filter waste from the blood",
+        ["swollen ankles", "tiredness", "itchy skin", "often no symptoms early on"],
+        ["a blood test for eGFR", "a urine test for protein", "a kidney ultrasound"],
+        ["blood pressure control", "medicines that protect the kidneys", "dialysis later on"],
+    ),
+    (
+        "Hypothyroidism",
+        "a condition in which the thyroid gland does not make enough thyroid hormone",
+        ["tiredness", "weight gain", "feeling cold", "dry skin", "low mood"],
+        ["a TSH blood test", "a free T4 blood test"],
+        ["levothyroxine taken every day", "regular blood tests to adjust the dose"],
+    ),
+    (
+        "Lymphoma",
+        "a cancer that starts in the lymphocytes, white blood cells of the immune system",
+        ["painless swollen glands", "night sweats", "fever", "weight loss"],
+        ["a lymph node biopsy", "a CT or PET-CT scan", "a bone marrow biopsy"],
+        ["chemotherapy", "immunotherapy", "radiotherapy", "watchful waiting"],
+    ),
+    (
+        "Atrial fibrillation",
+        "an irregular and often fast heartbeat that starts in the upper chambers of the heart",
+        ["palpitations", "dizziness", "breathlessness", "tiredness"],
+        ["an electrocardiogram (ECG)", "a 24-hour heart monitor", "an echocardiogram"],
+        ["medicines to control the rate", "anticoagulants to prevent stroke", "cardioversion"],
+    ),
+    (
+        "Colorectal cancer",
+        "a cancer of the colon or rectum, which often starts as a growth called a polyp",
+        ["blood in the stool", "a change in bowel habit", "abdominal pain", "anaemia"],
+        ["a colonoscopy with biopsy", "a CT scan", "a stool test"],
+        ["surgery", "chemotherapy", "radiotherapy", "targeted therapy"],
+    ),
+    (
+        "Osteoporosis",
+        "a condition in which bones become thin and weak and break more easily",
+        ["often no symptoms until a bone breaks", "loss of height", "back pain"],
+        ["a DEXA bone density scan", "blood tests for calcium and vitamin D"],
+        ["calcium and vitamin D", "bisphosphonates", "exercise and fall prevention"],
+    ),
+]
+GENES = [
+    ("BRCA1", "breast and ovarian cancer", "autosomal dominant"),
+    ("CFTR", "cystic fibrosis", "autosomal recessive"),
+    ("HBB", "sickle cell disease", "autosomal recessive"),
+    ("MLH1", "Lynch syndrome", "autosomal dominant"),
+    ("FBN1", "Marfan syndrome", "autosomal dominant"),
+    ("DMD", "Duchenne muscular dystrophy", "X-linked recessive"),
+]
+TESTS = [
+    ("an MRI scan", "strong magnets and radio waves", "30 to 60 minutes", "a radiologist"),
+    ("a CT scan", "X-rays taken from many angles", "10 to 20 minutes", "a radiologist"),
+    ("a biopsy", "a small sample of tissue", "15 to 30 minutes", "a pathologist"),
+    ("an ultrasound scan", "sound waves", "20 to 30 minutes", "a sonographer or radiologist"),
+    ("a colonoscopy", "a thin flexible tube with a camera", "30 to 45 minutes", "an endoscopist"),
+]
+MEDICINES = [
+    ("Metformin", "type 2 diabetes", "feeling sick, diarrhoea, a metallic taste"),
+    ("Warfarin", "preventing blood clots", "bleeding, bruising"),
+    ("Levothyroxine", "an underactive thyroid", "palpitations if the dose is too high"),
+    ("Atorvastatin", "high cholesterol", "muscle aches, headache"),
+    ("Salbutamol inhaler", "asthma", "shaky hands, a fast heartbeat"),
+]
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _condition(r: random.Random) -> tuple[str, str, list[str], list[str], list[str]]:
+    return r.choice(CONDITIONS)
+
+
+def _listed(r: random.Random, items: list[str], bullet: str) -> str:
+    chosen = r.sample(items, k=min(len(items), r.randint(2, len(items))))
+    return "\n".join(f"{bullet}{item}" for item in chosen)
+
+
+def condition_overview(r: random.Random) -> str:
+    name, what, symptoms, tests, treatments = _condition(r)
+    bullet = r.choice(["- ", "* ", "• ", ""])
+    return f"""{name}
+
+What is {name.lower()}?
+{name} is {what}. It affects people of all ages, and about {r.randint(2, 15)} percent of adults
+in the United States have it. Many people do not know they have it.
+
+What are the symptoms of {name.lower()}?
+Symptoms may include:
+{_listed(r, symptoms, bullet)}
+Some people have no symptoms at all.
+
+How is {name.lower()} diagnosed?
+A doctor will ask about symptoms and may do a physical exam. Tests can include
+{" or ".join(tests)}.
+
+How is {name.lower()} treated?
+Treatment depends on how severe it is. Options include {", ".join(treatments)}.
+
+Who is at risk?
+Risk factors include older age, a family history of the condition and smoking.
+Source: National health information service. Reviewed {_date(r)}."""
+
+
+def condition_faq(r: random.Random) -> str:
+    name, what, symptoms, tests, treatments = _condition(r)
+    return f"""FREQUENTLY ASKED QUESTIONS: {name.upper()}
+
+Q: What causes {name.lower()}?
+A: {name} is {what}. Doctors do not always know why it starts; genes and lifestyle can both
+play a part.
+
+Q: Can {name.lower()} be cured?
+A: It can often be controlled. People who take their treatment and see their doctor regularly
+usually lead a full life.
+
+Q: What tests will I need?
+A: Most people have {tests[0]}. Your doctor may also suggest {tests[-1]}.
+
+Q: What are the treatment options?
+A: {_upper_first("; ".join(treatments))}. Your care team will talk through what suits you.
+
+Q: When should I call a doctor?
+A: Call your doctor if you notice {symptoms[0]} or {symptoms[-1]}, or if they get worse.
+This page is for general information and does not replace advice from your doctor."""
+
+
+def disease_fact_sheet(r: random.Random) -> str:
+    name, what, symptoms, tests, treatments = _condition(r)
+    return f"""FACT SHEET
+{name}
+Key facts
+- {name} is {what}.
+- It is more common in older adults and in people with a family history of it.
+- Common signs and symptoms include {", ".join(symptoms[:3])}.
+- It is usually found with {tests[0]}.
+- Treatments include {", ".join(treatments)}.
+Overview
+Worldwide, millions of people live with {name.lower()}. Early diagnosis and treatment can
+prevent complications. Health workers can support people to manage the condition at home.
+Prevention
+Not smoking, staying active and keeping a healthy weight lower the risk for most people.
+Fact sheet updated {r.choice(["March", "June", "October"])} 20{r.randint(19, 26)}."""
+
+
+def living_with_condition(r: random.Random) -> str:
+    name, _, symptoms, _, treatments = _condition(r)
+    return f"""Living well with {name.lower()}
+
+Many people with {name.lower()} find that small changes make a big difference. Here are some
+tips from people who have the condition and from the nurses who care for them.
+
+Take your treatment as prescribed. {_upper_first(treatments[0])} works best when it is used
+every day, even when you feel well.
+Keep a diary of your symptoms, such as {symptoms[0]}, and bring it to your appointments.
+Stay active. Even a short walk each day can help.
+Ask for help. Support groups meet in most areas, and family members can come along too.
+
+If your symptoms suddenly get worse, contact your doctor or nurse straight away.
+Patient support charity, helpline 0300 {r.randint(100, 999)} {r.randint(1000, 9999)}."""
+
+
+def treatment_summary(r: random.Random) -> str:
+    name, what, _, tests, treatments = _condition(r)
+    stage = r.choice(["early", "advanced", "recurrent"])
+    return f"""Treatment of {stage} {name.lower()} (summary for patients)
+
+General information
+{name} is {what}. The treatment that is best for a patient depends on the stage of the
+disease, the patient's age and general health, and whether it has come back.
+
+Tests used to plan treatment
+The following tests and procedures may be used: {"; ".join(tests)}.
+
+Treatment option overview
+There are different types of treatment for patients with {stage} {name.lower()}. Some are
+standard and some are being tested in clinical trials. Standard treatment may include:
+{_listed(r, treatments, "1. ")}
+
+Patients may want to think about taking part in a clinical trial. Ask your doctor whether a
+trial is right for you. This summary is reviewed regularly by a board of cancer experts."""
+
+
+def aftercare_instructions(r: random.Random) -> str:
+    test, _, _, _ = r.choice(TESTS)
+    return f"""AFTER YOUR PROCEDURE: WHAT TO EXPECT AT HOME
+You have had {test}. Read these instructions before you leave.
+
+For the first 24 hours
+- Rest and do not drive or drink alcohol if you had sedation.
+- You may eat and drink as normal unless you were told otherwise.
+- Some soreness or bruising is normal and usually settles within a few days.
+
+Call us if you have
+- a temperature over 38 C
+- bleeding that does not stop with gentle pressure
+- pain that is getting worse
+
+Your results will be sent to the doctor who asked for the test, usually within
+{r.randint(3, 14)} days. They will contact you to discuss them.
+Day unit telephone: 01{r.randint(100, 999)} {r.randint(100000, 999999)}"""
+
+
+def test_explainer(r: random.Random) -> str:
+    test, how, length, reader = r.choice(TESTS)
+    return f"""What is {test}?
+{_upper_first(test)} uses {how} to look inside the body. Doctors use it to find the cause of
+symptoms and to check how well a treatment is working.
+
+How do I prepare?
+Most people can eat and drink as usual. Tell the staff if you are pregnant, have a pacemaker
+or have had a reaction to contrast dye before.
+
+What happens during the test?
+The test takes about {length}. You will be asked to keep still. It is not painful, although
+some people find it noisy or uncomfortable.
+
+Who reads the results?
+{_upper_first(reader)} looks at the images or the sample and writes a report for your doctor.
+It can take one to two weeks for the report to reach your doctor.
+Information for patients, imaging and diagnostics services."""
+
+
+def gene_condition_summary(r: random.Random) -> str:
+    gene, condition, inheritance = r.choice(GENES)
+    return f"""{gene} gene
+
+Normal function
+The {gene} gene provides instructions for making a protein that helps cells work normally.
+
+Health conditions related to genetic changes
+More than {r.randint(2, 20) * 100} mutations in the {gene} gene have been found in people with
+{condition}. Most of these changes alter or delete a small part of the protein, which can no
+longer do its job. Some people who inherit a mutation never develop the condition.
+
+How is it inherited?
+{_upper_first(condition)} is inherited in an {inheritance} pattern. A genetic counsellor can
+explain what this means for a family.
+
+How common is it?
+{_upper_first(condition)} affects about 1 in {r.choice([500, 2500, 3500, 5000, 10000])} people.
+Other names for this gene are listed in the gene databases. Reviewed {_date(r)}."""
+
+
+def medication_guide(r: random.Random) -> str:
+    medicine, use, effects = r.choice(MEDICINES)
+    return f"""MEDICATION GUIDE: {medicine.upper()}
+
+What is {medicine.lower()} used for?
+{medicine} is used to treat {use}. It is available on prescription only.
+
+How should I take it?
+Take it exactly as your doctor or pharmacist tells you. Do not stop taking it without talking
+to your doctor first.
+
+What are the possible side effects?
+Like all medicines, it can cause side effects, although not everybody gets them. Common side
+effects include {effects}. Tell your doctor if any side effect bothers you or does not go away.
+
+Who should not take it?
+People who are allergic to it, and some people with liver or kidney problems, should not take
+it. Keep this guide: you may need to read it again."""
+
+
 P, R, G, N, OT = (
     DocType.PATHOLOGY,
     DocType.RADIOLOGY,
@@ -832,6 +1118,15 @@ TEMPLATES: tuple[Template, ...] = (
     Template("operative_note", "genuine", N, N, operative_note),
     Template("pathology_with_checklist", "genuine", P, P, pathology_with_checklist),
     Template("doppler_report", "genuine", R, R, doppler_report),
+    Template("condition_overview", "paperwork", OT, N, condition_overview),
+    Template("condition_faq", "paperwork", OT, N, condition_faq),
+    Template("disease_fact_sheet", "paperwork", OT, N, disease_fact_sheet),
+    Template("living_with_condition", "paperwork", OT, N, living_with_condition),
+    Template("treatment_summary", "paperwork", OT, N, treatment_summary),
+    Template("aftercare_instructions", "paperwork", OT, N, aftercare_instructions),
+    Template("test_explainer", "paperwork", OT, R, test_explainer),
+    Template("gene_condition_summary", "paperwork", OT, G, gene_condition_summary),
+    Template("medication_guide", "paperwork", OT, N, medication_guide),
 )
 
 

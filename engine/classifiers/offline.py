@@ -40,6 +40,10 @@ MAX_EVIDENCE = 3
 # The offline answer's confidence when the discriminator reads a segment as paperwork about
 # reports (it says so only when it is at least 0.9 sure: engine.discriminator.MIN_PAPERWORK).
 PAPERWORK_CONFIDENCE = 0.8
+# ... when the discriminator is at least this sure; below it (but sure enough to veto the
+# vocabulary's type) the answer's confidence is under every preset's threshold: it escalates.
+MIN_PAPERWORK_LABEL = 0.97
+UNSURE_PAPERWORK_CONFIDENCE = 0.4
 # Calibration of confidence (see confidence_from), chosen on the development corpus as two
 # global constants: how fast competition from the runner-up type lowers confidence, and how
 # much evidence counts as plenty.
@@ -265,15 +269,23 @@ class OfflineClassifier:
             )
             # Vocabulary says which report; the learned discriminator says whether it is one
             # (engine.discriminator): paperwork about reports is 'other', with its evidence.
-            paperwork = (
-                discriminator.read("\n\n".join(pages[start - 1 : end])).not_a_report(dominant)
+            reading = (
+                discriminator.read("\n\n".join(pages[start - 1 : end]))
                 if dominant != DocType.OTHER
                 else None
             )
-            if paperwork is not None:
+            paperwork = reading.not_a_report(dominant) if reading is not None else None
+            if reading is not None and paperwork is not None:
                 concerns.append(f"Pages {start}-{end}: not {dominant.value}: {paperwork}.")
                 dominant = DocType.OTHER
-                confidence = PAPERWORK_CONFIDENCE
+                # Sure enough to veto a report type, but to give 'other' as the answer the
+                # reading must be surer still: between the two, the vocabulary and the
+                # discriminator disagree, and the answer is below every preset's threshold.
+                confidence = (
+                    PAPERWORK_CONFIDENCE
+                    if reading.paperwork >= MIN_PAPERWORK_LABEL
+                    else UNSURE_PAPERWORK_CONFIDENCE
+                )
             if confidence < 0.6:
                 runner = max((t for t in DOC_TYPES if t != dominant), key=lambda t: summed[t])
                 concerns.append(

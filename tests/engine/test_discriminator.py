@@ -1,0 +1,105 @@
+"""The discriminator's model (engine.discriminator): the shipped coefficients are used only while
+they mean what the code's signals mean; general health information is told from a note; and a
+reading sure enough to veto a report type but not to give 'other' leaves the offline answer
+below every preset's threshold."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from benchmarks.report_bench import fooled_output, run
+from documents.pages import extract_text_file
+from engine import discriminator, pipeline
+from engine.classifiers import offline
+from engine.classifiers.offline import OfflineClassifier
+from engine.lookalikes import CONDITIONS, TEMPLATES, generate
+from engine.schemas import Decision, DocType
+
+
+def test_the_shipped_model_matches_the_code_and_a_stale_one_is_never_used(tmp_path: Path):
+    data = json.loads(discriminator.MODEL_FILE.read_text())
+    assert data["fingerprint"] == discriminator.fingerprint(), (
+        "the signals changed: train the model again (docs/security.md)"
+    )
+    assert "medquad (dev split)" in data["trained_on"]
+    assert discriminator.load() is not None
+
+    stale = tmp_path / "stale.json"
+    stale.write_text(json.dumps({**data, "fingerprint": "0" * 64}))
+    assert discriminator.load(stale) is None
+    assert discriminator.load(tmp_path / "missing.json") is None
+
+
+def test_a_saved_model_reads_exactly_as_the_model_it_was_saved_from():
+    texts, labels = discriminator.generated_training()
+    model = discriminator.Discriminator(texts[::5], labels[::5])
+    again = discriminator.Discriminator.of(json.loads(json.dumps(model.as_dict())))
+    for text in texts[1::40]:
+        assert again.read(text).paperwork == pytest.approx(model.read(text).paperwork, abs=1e-6)
+        assert again.read(text).note == pytest.approx(model.read(text).note, abs=1e-6)
+
+
+INFORMATION = [
+    t
+    for t in TEMPLATES
+    if t.name
+    in {
+        "condition_overview",
+        "condition_faq",
+        "disease_fact_sheet",
+        "living_with_condition",
+        "treatment_summary",
+        "aftercare_instructions",
+        "test_explainer",
+        "gene_condition_summary",
+        "medication_guide",
+    }
+]
+
+
+@given(
+    template=st.sampled_from(INFORMATION),
+    seed=st.integers(0, 10_000),
+    preset=st.sampled_from(sorted(pipeline.PRESETS)),
+)
+def test_general_health_information_is_never_accepted_as_a_note_or_a_report(template, seed, preset):
+    """A page about a condition, a test, a gene or a medicine, in any of the generator's
+    wordings and fills, through the offline chain and through a model fooled into a note or
+    into the template's lure (the offline classifier as the gate): never accepted as one."""
+    (page,) = generate(1, seed=seed, templates=(template,))
+    pages = [p.text for p in extract_text_file(page.text)]
+    chosen = pipeline.PRESETS[preset]
+    outcome = run(pages, chosen)
+    if outcome.decision == Decision.AUTO_ACCEPT:
+        assert outcome.best.output.dominant_type_overall == DocType.OTHER
+    for claimed in {DocType.CLINICAL_NOTE, template.lure}:
+        fooled = run(pages, chosen, output=fooled_output(pages, claimed))
+        assert fooled.decision != Decision.AUTO_ACCEPT, (template.name, claimed)
+
+
+@pytest.mark.parametrize("paperwork,accepted", [(0.93, False), (0.99, True)])
+def test_a_veto_without_the_surety_to_label_leaves_the_answer_under_every_threshold(
+    monkeypatch: pytest.MonkeyPatch, paperwork: float, accepted: bool
+):
+    name, what, *_ = CONDITIONS[0]
+    text = f"PROGRESS NOTE\nPatient seen today for {name.lower()}, {what}.\nPlan: review."
+    reading = discriminator.Reading(
+        paperwork=paperwork,
+        note=0.5,
+        signals={"questions it answers": 3, "people in general": 5},
+        evidence=("people in general (5)", "questions it answers (3)"),
+    )
+    monkeypatch.setattr(offline.discriminator, "read", lambda _text: reading)
+    output = OfflineClassifier().classify([text])
+    assert output.dominant_type_overall == DocType.OTHER
+    assessment = output.segments[0].assessment(DocType.OTHER)
+    assert assessment is not None
+    confidence = assessment.confidence
+    thresholds = [p.min_dominant_confidence for p in pipeline.PRESETS.values()]
+    assert (confidence >= max(thresholds)) is accepted
+    assert (confidence < min(thresholds)) is not accepted
