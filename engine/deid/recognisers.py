@@ -375,7 +375,7 @@ _DATE_RES = [
         rf"{_GLUED}(?:{_MONTH}|{_DAY})([/.-])(?:{_DAY}|{_MONTH})\1(?:{_YEAR}|\d\d)(?![\w/-])"
     ),
     # 2025-03-14, 2025/03/14
-    re.compile(rf"(?<![\w/.-]){_YEAR}([/.-]){_MONTH}\1{_DAY}(?![\w/-])"),
+    re.compile(rf"{_GLUED}{_YEAR}([/.-]){_MONTH}\1{_DAY}(?![\w/-])"),
     # March 4, 2025; Mar. 4th 2025; March 4; MARCH 4TH; March the 4th; Mar 4-6; Nov 3, '96
     re.compile(
         rf"(?<![\w])(?:{MONTHS})\.?[ \t]+(?:(?i:the)[ \t]+)?{_DAY}{_ORD}?"
@@ -383,13 +383,15 @@ _DATE_RES = [
     ),
     # 4 March 2025; 4th of March, 2025; 12-May-1961; 12-May-61; 1->2 nov; 15-16 March
     re.compile(
-        rf"(?<![\w])(?:{_DAY}{_ORD}?{_TO})?{_DAY}{_ORD}?(?:[ \t]+(?i:of))?[ \t-]+(?:{MONTHS})\.?"
+        rf"{_GLUED}(?:{_DAY}{_ORD}?{_TO})?{_DAY}{_ORD}?(?:[ \t]+(?i:of))?[ \t-]+(?:{MONTHS})\.?"
         rf"(?:,?[ \t-]+{_YEAR}|-\d\d(?!\d)|,?[ \t]+'\d\d)?(?![\w])",
     ),
     # March 2025, Mar-2025, nov, 96, March of 2022
     re.compile(rf"(?<![\w])(?:{MONTHS})\.?,?[ \t-]+(?:of[ \t]+)?(?:{_YEAR}|'?\d\d)(?![\w])"),
     # 04MAR2025, 4mar25
-    re.compile(rf"(?<![\w]){_DAY}(?:{MONTHS})(?:{_YEAR}|\d\d)(?![\w])"),
+    re.compile(rf"{_GLUED}{_DAY}(?:{MONTHS})(?:{_YEAR}|\d\d)(?![\w])"),
+    # 20021220, note_20111112.tif: a year, a month and a day run together
+    re.compile(r"(?<!\d)(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])(?!\d)"),
     # 03/2019: a month and a year in full
     re.compile(rf"{_GLUED}{_MONTH}/{_YEAR}(?![\w/]|\.\d)"),
     # 10/03/10/04: two dates joined by a slash
@@ -411,7 +413,7 @@ _MONTH_ALONE_RE = re.compile(
 _NUM_DATE = rf"{_MONTH}/{_DAY}(?:/(?:{_YEAR}|\d\d))?|{_MONTH}-{_DAY}-(?:{_YEAR}|\d\d)"
 _RANGE_RE = re.compile(
     rf"{_GLUED}(?P<first>{_NUM_DATE})[ \t]*(?:-+>?|\u2013|(?i:to|thru|through|till|until))"
-    rf"[ \t]*(?:{_NUM_DATE})(?![\w/]|\.\d)"
+    rf"[ \t]*(?P<second>{_NUM_DATE})(?![\w/]|\.\d)"
 )
 # 7/22, 12/14: a month and a day, unless a score, a fraction or a dose says otherwise.
 _MONTH_DAY_RE = re.compile(rf"{_GLUED}{_MONTH}/{_DAY}(?![\w/]|\.\d)")
@@ -446,7 +448,7 @@ _VENT_BEFORE = re.compile(
 # ("extubated on 8/5") stays a date.
 _RESP_WORDS_RE = re.compile(
     r"\b(?:resp\w*|abg|gas|vent\w*|wean\w*|trial\w*|tried|fio2|peep|psv?|cpap|bi-?pap|simv|"
-    r"imv|tv|vt|tidal|sats?|spo2|sao2|rsbi|mask|ett)\b|%",
+    r"imv|tv|vt|tidal|sats?|spo2|sao2|rsbi|mask|ett)\b",
     re.IGNORECASE,
 )
 _ON_BEFORE_RE = re.compile(r"\b(?i:on|of)[ \t]+$")
@@ -456,13 +458,17 @@ _EVENT_BEFORE_RE = re.compile(
 )
 # A fraction more often than a date: 1/2, 2/3, 5/5, 4/10 (unless a date word comes first, or
 # it opens a line or a sentence: "9/10 PROCAN DCED", "FEMALE. 10/10 2WK HX").
-_FRACTION_RE = re.compile(r"^(\d+)/(2|3|4|5|10)$")
+_FRACTION_RE = re.compile(r"^([1-9]\d*)/(2|3|4|5|10)$")  # "01/10" is written as a date
 _WEEKDAYS = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues?|wed|thu|thurs?|fri"
 _DATE_CUE_RE = re.compile(
-    rf"(?:\b(?:on|since|from|until|till|dated?|by|before|after|of|d/c'?d|post|through|thru|"
-    rf"starting|started|last|next|{_WEEKDAYS})\.?,?\s*|(?:\A|\n|[.!?][ \t])[ \t]*)$",
+    rf"\b(?:on|since|from|until|till|dated?|by|before|after|of|d/c'?d|post|through|thru|"
+    rf"starting|started|last|next|{_WEEKDAYS})\.?,?\s*$",
     re.I,
 )
+# Opening a line or a sentence is a date's place too, though not for the fractions written
+# most ("1/2 left stump", "1/4 BLOOD CULTURES", "2/3", "3/4").
+_OPENING_RE = re.compile(r"(?:\A|\n|[.!?][ \t])[ \t]*$")
+_COMMON_FRACTION_RE = re.compile(r"^(?:1/\d+|2/3|3/4)$")
 # "on 7-8 for coiling", "since 3-5.": a month and a day joined by a hyphen, after a word that
 # dates it and before the phrase ends (elsewhere "3-4 breaths", "rr 12-18" are ranges).
 _HYPHEN_MONTH_DAY_RE = re.compile(
@@ -474,7 +480,7 @@ _MONTH_YEAR_RE = re.compile(rf"{_GLUED}{_MONTH}/(?:3[2-9]|[4-9]\d)(?![\w/%]|\.\d
 # "the 15th", "on the 3rd", "since 2nd": an ordinal day after a word that places it in time,
 # unless a noun follows it ("the 4th ventricle", "the 2nd floor", "3rd dose").
 _ORDINAL_DAY_RE = re.compile(
-    r"\b(?i:the|on|since|until|till|by|before|after|from|of)[ \t]+"
+    r"\b(?P<cue>(?i:the|on|since|until|till|by|before|after|from|of))[ \t]+"
     r"(?P<day>(?:[12]?\d|3[01])(?i:st|nd|rd|th))\b"
 )
 _ORDINAL_NOUN_RE = re.compile(r"[ \t]+([A-Za-z]+)")
@@ -524,20 +530,27 @@ def _month_day(text: str, start: int, end: int, value_end: int | None = None) ->
 
 
 _LOWER_MONTH_WORD_RE = re.compile(r"(?<![A-Za-z])(?:may|mar|jun|dec|sun)(?![a-z])")
-_TIME_WORD_BEFORE_RE = re.compile(r"\b(?i:in|since|on|of|until|till|from|by|early|late|mid)[ \t]+$")
-_PHRASE_END_RE = re.compile(r"[ \t]*(?:[.,;:)]|\n|$)")
+_TIME_WORD_BEFORE_RE = re.compile(
+    r"(?:\b(?i:in|since|on|of|until|till|from|by|early|late|mid|d/c'?d)[ \t]+|[(\[\"'])$"
+)
+_VERB_AFTER_RE = re.compile(r"[ \t]+(?i:from|to|by)\b")
+_PHRASE_END_RE = re.compile(r"[ \t]*(?:[.,;:)\]\"']|\n|$)")
 
 
 def _word_not_month(text: str, match: re.Match[str]) -> bool:
     """ "may 3 times", "mar 2 tabs", "nc 02 dec from 4": lower-case words, not months, unless
-    a year is written, a word before places them in time ("in may 15'"), or a day before
-    them ends the phrase ("on 15 dec."); "march 21" is a month."""
+    a year is written, a word before places them in time ("in may 15'") or a bracket opens
+    them, or the date ends its phrase ("(mar 19)", "15 dec."); "march 21" is a month."""
     value = match.group()
-    if not _LOWER_MONTH_WORD_RE.search(value) or re.search(rf"{_YEAR}|'\d\d", value):
+    if re.search(r"(?i:\b(?:dec|may|mar))$", value) and _VERB_AFTER_RE.match(text, match.end()):
+        return True  # "NC 02 DEC FROM 4", "hr 80 dec to 60": decreased, in any case
+    if not _LOWER_MONTH_WORD_RE.search(value) or re.search(
+        rf"{_YEAR}|'\d\d|-\d\d$|^\d+[a-z]+\d+$", value
+    ):
         return False
-    if _TIME_WORD_BEFORE_RE.search(text[max(0, match.start() - 12) : match.start()]):
+    if _TIME_WORD_BEFORE_RE.search(_glued_before(text, match.start(), 12)):
         return False
-    return not (value[:1].isdigit() and _PHRASE_END_RE.match(text, match.end()))
+    return not _PHRASE_END_RE.match(text, match.end())
 
 
 def _dates(text: str) -> Iterator[Phi]:
@@ -552,13 +565,17 @@ def _dates(text: str) -> Iterator[Phi]:
         yield Phi(*match.span("month"), DATE, "date")
     for match in _RANGE_RE.finditer(text):
         if _month_day(text, match.start(), match.end(), match.end("first")) != "no":
-            yield Phi(*match.span(), DATE, "date-range")
+            # each end its own span: "to" between them is no date
+            yield Phi(*match.span("first"), DATE, "date-range")
+            yield Phi(*match.span("second"), DATE, "date-range")
     for match in _MONTH_DAY_RE.finditer(text):
         verdict = _month_day(text, *match.span())
         if verdict == "no":
             continue
-        if verdict == "fraction" and not _DATE_CUE_RE.search(
-            _glued_before(text, match.start(), 14)
+        before = _glued_before(text, match.start(), 14)
+        if verdict == "fraction" and not (
+            _DATE_CUE_RE.search(before)
+            or (_OPENING_RE.search(before) and not _COMMON_FRACTION_RE.match(match.group()))
         ):
             continue
         yield Phi(*match.span(), DATE, "month-day")
@@ -570,8 +587,12 @@ def _dates(text: str) -> Iterator[Phi]:
         noun = _ORDINAL_NOUN_RE.match(text, match.end())
         if noun:
             word = noun.group(1).lower()
-            if word not in _DATE_FOLLOWERS and lexicon.is_dictionary_word(word):
-                continue  # "the 4th ventricle", "on the 2nd floor"
+            if word not in _DATE_FOLLOWERS and (
+                lexicon.is_dictionary_word(word) or match.group("cue").lower() != "the"
+            ):
+                # "the 4th ventricle", "on the 2nd floor"; without "the", any word but one
+                # that follows a date: "after 3rd cdiff", "on 2nd cpap trial"
+                continue
         yield Phi(*match.span("day"), DATE, "ordinal-day")
 
 
@@ -752,6 +773,13 @@ _STREET_RE = re.compile(
     rf"(?<![\w])\d{{1,6}}[A-Z]?(?:[ \t]+(?:[NSEW]\.?|North|South|East|West))?"
     rf"(?:[ \t]+{WORD}){{1,4}}[ \t]+(?:{STREET_TYPES})\.?(?![\w])"
 )
+# In lower case ("lives alone in 98 harbour avenue", "NOK: ... (son), 58 kowhai lane"): a
+# number, one or two words that are no clinical or function word, and a street type in full.
+_STREET_LOWER_RE = re.compile(
+    r"(?<![\w/.-])\d{1,5}[ \t]+(?P<words>[a-z][a-z'-]+(?:[ \t]+[a-z][a-z'-]+)?)[ \t]+"
+    r"(?:street|avenue|road|lane|drive|court|place|crescent|close|terrace|boulevard|parkway)"
+    r"(?![\w])"
+)
 _UNIT_RE = re.compile(
     r"(?<![\w])(?:Apt|Apartment|Suite|Ste|Unit|Room|Rm|Floor|Fl|Bldg|Building|#)\.?[ \t]*"
     r"#?[ \t]*[A-Z0-9]{1,6}(?![\w])"
@@ -827,6 +855,9 @@ def _addresses(text: str) -> Iterator[Phi]:
         words = match.group("city").split()
         if not any(lexicon.is_not_a_name(w) or lexicon.is_institution_word(w) for w in words):
             yield Phi(*match.span("city"), ADDRESS, "city")
+    for match in _STREET_LOWER_RE.finditer(text):
+        if not any(lexicon.is_not_a_name(w) for w in match.group("words").split()):
+            yield Phi(*match.span(), ADDRESS, "street")
     for match in _STREET_RE.finditer(text):
         yield Phi(*match.span(), ADDRESS, "street")
         tail = _ADDRESS_TAIL_RE.match(text, match.end())
