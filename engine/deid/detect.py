@@ -187,13 +187,18 @@ def _possible(guess: Phi, value: str) -> bool:
             not lexicon.is_dictionary_word(value) or lexicon.is_first_name(value)
         )
     groups = [int(g) for g in re.findall(r"\d+", value)]
-    digits = sum(c.isdigit() for c in value)
     letters = any(c.isalpha() for c in value)
     if guess.type == ID:
-        # A long number, or letters with digits; never values joined ("120/60", "1900-0700").
-        return any(len(g) >= 5 for g in re.findall(r"\d+", value)) or (letters and digits >= 4)
+        # A long number, or one word of letters and digits with a run of four ("ZAC4471",
+        # "DEMO-0001"); never values joined ("120/60", "1900-0700"), nor a vital sign and its
+        # range ("HR 44-60", "SpO2 89-100", "ABP 83-131/37-57", "HR99-99").
+        runs = re.findall(r"\d+", value)
+        return any(len(g) >= 5 for g in runs) or (
+            letters and not re.search(r"\s", value) and any(len(g) >= 4 for g in runs)
+        )
     if guess.type == PHONE:
-        return digits >= 7
+        # Seven digits in groups of three or more ("555-0142"); "fio2 sao2 97-98" has none.
+        return sum(len(g) for g in re.findall(r"\d+", value) if len(g) >= 3) >= 7
     if guess.type == DATE:
         if re.match(r"(?:may|mar|jun|dec|sun)(?![a-z])", value) and not re.search(
             r"(?:1[89]|20)\d\d", value

@@ -363,82 +363,237 @@ MONTHS = (
 _DAY = r"(?:0?[1-9]|[12]\d|3[01])"
 _MONTH = r"(?:0?[1-9]|1[0-2])"
 _YEAR = r"(?:1[89]\d\d|20\d\d)"
+_ORD = r"(?i:st|nd|rd|th)"
+# Between the two ends of a range: "3/4-3/6", "3/4 - 3/6", "3/4 to 3/6", "1->2 nov", "4 thru 6".
+_TO = r"[ \t]*(?:-+>?|\u2013|(?i:to|thru|through|till|until))[ \t]*"
+# Figures glued to a word ("fx4/97", "labs on10/14/82", "Quartermain.8/31", "LA-10/3") are
+# still dates; a lone letter before them is a vertebra or a lead ("C5/6", "L4/5", "V1/2").
+_GLUED = r"(?:(?<![\w/.,-])|(?<=[A-Za-z]{2})|(?<=[A-Za-z]{2}[.-]))"
 _DATE_RES = [
     # 03/14/2025, 3-14-25, 14.03.2025 (day first too: both orders are dates)
     re.compile(
-        rf"(?<![\w/.-])(?:{_MONTH}|{_DAY})([/.-])(?:{_DAY}|{_MONTH})\1(?:{_YEAR}|\d\d)(?![\w/-])"
+        rf"{_GLUED}(?:{_MONTH}|{_DAY})([/.-])(?:{_DAY}|{_MONTH})\1(?:{_YEAR}|\d\d)(?![\w/-])"
     ),
     # 2025-03-14, 2025/03/14
-    re.compile(rf"(?<![\w/.-]){_YEAR}([/.-]){_MONTH}\1{_DAY}(?![\w/-])"),
-    # March 4, 2025; Mar. 4th 2025; March 4
+    re.compile(rf"{_GLUED}{_YEAR}([/.-]){_MONTH}\1{_DAY}(?![\w/-])"),
+    # March 4, 2025; Mar. 4th 2025; March 4; MARCH 4TH; March the 4th; Mar 4-6; Nov 3, '96
     re.compile(
-        rf"(?<![\w])(?:{MONTHS})\.?[ \t]+{_DAY}(?:st|nd|rd|th)?(?:,?[ \t]+{_YEAR})?(?![\w])"
+        rf"(?<![\w])(?:{MONTHS})\.?[ \t]+(?:(?i:the)[ \t]+)?{_DAY}{_ORD}?"
+        rf"(?:{_TO}{_DAY}{_ORD}?)?(?:,?[ \t]+(?:{_YEAR}|'\d\d))?(?![\w])"
     ),
-    # 4 March 2025; 4th of March, 2025; 12-May-1961
+    # 4 March 2025; 4th of March, 2025; 12-May-1961; 12-May-61; 1->2 nov; 15-16 March
     re.compile(
-        rf"(?<![\w]){_DAY}(?:st|nd|rd|th)?(?:[ \t]+of)?[ \t-]+(?:{MONTHS})\.?"
-        rf"(?:,?[ \t-]+{_YEAR})?(?![\w])",
+        rf"{_GLUED}(?:{_DAY}{_ORD}?{_TO})?{_DAY}{_ORD}?(?:[ \t]+(?i:of))?[ \t-]+(?:{MONTHS})\.?"
+        rf"(?:,?[ \t-]+{_YEAR}|-\d\d(?!\d)|,?[ \t]+'\d\d)?(?![\w])",
     ),
-    # March 2025, Mar-2025
+    # March 2025, Mar-2025, nov, 96, March of 2022
     re.compile(rf"(?<![\w])(?:{MONTHS})\.?,?[ \t-]+(?:of[ \t]+)?(?:{_YEAR}|'?\d\d)(?![\w])"),
+    # 04MAR2025, 4mar25
+    re.compile(rf"{_GLUED}{_DAY}(?:{MONTHS})(?:{_YEAR}|\d\d)(?![\w])"),
+    # 20021220, note_20111112.tif: a year, a month and a day run together
+    re.compile(r"(?<!\d)(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])(?!\d)"),
+    # 03/2019: a month and a year in full
+    re.compile(rf"{_GLUED}{_MONTH}/{_YEAR}(?![\w/]|\.\d)"),
+    # 10/03/10/04: two dates joined by a slash
+    re.compile(
+        r"(?<![\w/.,-])(?:0[1-9]|1[0-2])/(?:0[1-9]|[12]\d|3[01])/(?:0[1-9]|1[0-2])/"
+        r"(?:0[1-9]|[12]\d|3[01])(?![\w/]|\.\d)"
+    ),
 ]
+# A month named alone after a word that places something in time ("in July", "since Nov.",
+# "until september"). Not "Mar"/"MAR" (the medication record), "Aug" (an augmented pressure),
+# "Dec" (decreased) or a lower-case "may".
+_MONTH_ALONE_RE = re.compile(
+    r"\b(?i:in|since|during|until|till|early|late|mid|last|next|through|thru|before|"
+    r"after|from)[ \t]+(?P<month>(?i:january|february|march|april|june|july|august|september|"
+    r"october|november|december|jan|feb|apr|jun|jul|sept?|oct|nov)\.?|May|MAY)(?![\w])"
+)
+# Two dates joined as a range: "8/2 - 8/10", "3/4 to 3/6", "3-14-25 thru 3-16-25" (the
+# second, alone, would read as a fraction; together each tells the other is a date).
+_NUM_DATE = rf"{_MONTH}/{_DAY}(?:/(?:{_YEAR}|\d\d))?|{_MONTH}-{_DAY}-(?:{_YEAR}|\d\d)"
+_RANGE_RE = re.compile(
+    rf"{_GLUED}(?P<first>{_NUM_DATE})[ \t]*(?:-+>?|\u2013|(?i:to|thru|through|till|until))"
+    rf"[ \t]*(?P<second>{_NUM_DATE})(?![\w/]|\.\d)"
+)
 # 7/22, 12/14: a month and a day, unless a score, a fraction or a dose says otherwise.
-_MONTH_DAY_RE = re.compile(rf"(?<![\w/.,-]){_MONTH}/{_DAY}(?![\w/]|\.\d)")
+_MONTH_DAY_RE = re.compile(rf"{_GLUED}{_MONTH}/{_DAY}(?![\w/]|\.\d)")
 _NOT_MONTH_DAY_BEFORE = re.compile(
-    r"\b(?:pain|score|scale|rated|rates|strength|grade|gleason|bp|ratio|x|sats?|gcs|apgar|"
-    r"mmhg|cores?|ef|power|motor|ps|psv|peep|cpap|bipap|ips|vent|simv|imv|ac|a/c|settings?|"
-    r"crackles|rales|rhonchi|cp|ventilator)\s*[:=]?\s*$",
+    r"(?:\b(?:pain|score|scale|rated|rates|strength|grade|gleason|bp|ratio|x|sats?|gcs|apgar|"
+    r"mmhg|cores?|ef|power|motor|ps|psv|peep|cpap|bi-?pap|ips|vent\w*|simv|imv|ac|a/c|"
+    r"settings?|crackles|rales|rhonchi|cp|ventilator|co|ci|co/ci|cvp|pcwp|pap|pad|svr|iabp|"
+    r"i:e|murmur|sem|hsm)\s*[:=]?\s*"
+    # Beside an oxygen fraction: "50% 8/5", "40%, & 5/8" (a ventilator's pressures).
+    r"|\d\s*%\s*[,&]?\s*(?:&\s*)?|\+\s*)$",
     re.IGNORECASE,
 )
 _NOT_MONTH_DAY_AFTER = re.compile(
     r"^(?:\s*(?:cores?|tabs?|tablets?|pills?|caps?|capsules?|puffs?|nodes?|lymph|"
     r"positive|mg|mcg|ml|cc|units?|strength|power|inch|teaspoons?|tsp|tbsp|doses?|ns|"
-    r"normal|saline|times|ips|cpap|bipap|psv|peep|fio2|str|up|way|bilat|pain|cp|of\s+the)\b"
-    r"|\s*%|-\d|\s*x\b)",
+    r"normal|saline|times|ips|cpap|bipap|psv|peep|fio2|str|up|way|bilat|pain|cp|of\s+the|"
+    r"sem|hsm|sm|murmurs?|systolic|diastolic|[rl]ue|[rl]le|[bu]ue|[bu]le|ue|le|extremit\w*|"
+    r"grips?)\b"
+    # A ventilator's pressures before their oxygen: "5/5, 40%", "5/5-.40", "10/5 40%".
+    r"|\s*%|-\.?\d|\s*x\b|\s*[,&]?\s*(?:&\s*)?(?:fio2\s*)?\.?\d{1,3}\s*%)",
     re.IGNORECASE,
 )
 # A ventilator's settings earlier in the sentence ("CPAP .5% 5/8", "PSV of 10/5", "flowby 6/3")
 # or "weaned (down) to 10/5": pressures, not a month and a day ("levo weaned 4/2" is a date).
 _VENT_BEFORE = re.compile(
-    r"\b(?:ps|psv|peep|cpap|bipap|simv|imv|ac|a/c|vent|flow-?by)\b(?:[^\n.;]|\.\d){0,12}$"
+    r"\b(?:ps|psv|peep|cpap|bi-?pap|simv|imv|ac|a/c|vent|flow-?by)\b(?:[^\n.;]|\.\d){0,12}$"
     r"|\bwean(?:ed|ing)?[ \t]+(?:(?:back|down)[ \t]+)?to[ \t]+$",
     re.IGNORECASE,
 )
-# A fraction more often than a date: 1/2, 2/3, 5/5, 4/10 (unless a date word comes first).
-_FRACTION_RE = re.compile(r"^(\d+)/(2|3|4|5|10)$")
+# "trialed on 5/5", "remained on 10/5" in a sentence about breathing: a pressure support over
+# a PEEP (the first no smaller, the second at most 15), not the 5th of May; an event's date
+# ("extubated on 8/5") stays a date.
+_RESP_WORDS_RE = re.compile(
+    r"\b(?:resp\w*|abg|gas|vent\w*|wean\w*|trial\w*|tried|fio2|peep|psv?|cpap|bi-?pap|simv|"
+    r"imv|tv|vt|tidal|sats?|spo2|sao2|rsbi|mask|ett)\b",
+    re.IGNORECASE,
+)
+_ON_BEFORE_RE = re.compile(r"\b(?i:on|of)[ \t]+$")
+_EVENT_BEFORE_RE = re.compile(
+    r"\b(?i:\w*(?:tubat|admit|transferr|discharg|insert|remov|chang|start|pull|place|cultur|"
+    r"drawn|sent|done|seen|began|begun)\w*|d/?c'?d?)[ \t]+(?i:on)[ \t]+$"
+)
+# A fraction more often than a date: 1/2, 2/3, 5/5, 4/10 (unless a date word comes first, or
+# it opens a line or a sentence: "9/10 PROCAN DCED", "FEMALE. 10/10 2WK HX").
+_FRACTION_RE = re.compile(r"^([1-9]\d*)/(2|3|4|5|10)$")  # "01/10" is written as a date
+_WEEKDAYS = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues?|wed|thu|thurs?|fri"
 _DATE_CUE_RE = re.compile(
-    r"\b(?:on|since|from|until|till|dated?|by|before|after|of|d/c'?d)\s*$", re.I
+    rf"\b(?:on|since|from|until|till|dated?|by|before|after|of|d/c'?d|post|through|thru|"
+    rf"starting|started|last|next|{_WEEKDAYS})\.?,?\s*$",
+    re.I,
+)
+# Opening a line or a sentence is a date's place too, though not for the fractions written
+# most ("1/2 left stump", "1/4 BLOOD CULTURES", "2/3", "3/4").
+_OPENING_RE = re.compile(r"(?:\A|\n|[.!?][ \t])[ \t]*$")
+_COMMON_FRACTION_RE = re.compile(r"^(?:1/\d+|2/3|3/4)$")
+# "on 7-8 for coiling", "since 3-5.": a month and a day joined by a hyphen, after a word that
+# dates it and before the phrase ends (elsewhere "3-4 breaths", "rr 12-18" are ranges).
+_HYPHEN_MONTH_DAY_RE = re.compile(
+    rf"\b(?i:on|since|dated?)[ \t]+(?P<date>{_MONTH}-{_DAY})(?![\w/-])"
+    r"(?=[ \t]*(?:[.,;)]|\n|$|(?i:for|at|and|with|when|until|thru|through|pt|he|she)\b))"
 )
 # 8/84, 11/92: a month and a two-digit year (no day is above 31).
-_MONTH_YEAR_RE = re.compile(rf"(?<![\w/.,-]){_MONTH}/(?:3[2-9]|[4-9]\d)(?![\w/]|\.\d)")
-_ORDINAL_DAY_RE = re.compile(r"(?<=\bthe )(?:[12]?\d|3[01])(?:st|nd|rd|th)\b", re.IGNORECASE)
+_MONTH_YEAR_RE = re.compile(rf"{_GLUED}{_MONTH}/(?:3[2-9]|[4-9]\d)(?![\w/%]|\.\d|[ \t]*%)")
+# "the 15th", "on the 3rd", "since 2nd": an ordinal day after a word that places it in time,
+# unless a noun follows it ("the 4th ventricle", "the 2nd floor", "3rd dose").
+_ORDINAL_DAY_RE = re.compile(
+    r"\b(?P<cue>(?i:the|on|since|until|till|by|before|after|from|of))[ \t]+"
+    r"(?P<day>(?:[12]?\d|3[01])(?i:st|nd|rd|th))\b"
+)
+_ORDINAL_NOUN_RE = re.compile(r"[ \t]+([A-Za-z]+)")
+_DATE_FOLLOWERS = frozenset(
+    re.findall(
+        r"\w+",
+        "at of in on and or when to the pt patient he she they was were is will for with by "
+        "after before until till am pm morning afternoon evening night overnight while where "
+        "which that but so then this",
+    )
+)
+
+
+def _glued_before(text: str, start: int, width: int) -> str:
+    """The text before a match, with a space when the match is glued to a word ("PS10/5")."""
+    before = text[max(0, start - width) : start]
+    if before[-1:] in (".", "-"):
+        return before[:-1] + " "
+    return before + " " if before[-1:].isalnum() else before
+
+
+def _month_day(text: str, start: int, end: int, value_end: int | None = None) -> str:
+    """Whether figures of a month/day shape are a date ("date"), need a date word before
+    them ("fraction": 1/2, 5/5, 4/10), or are no date ("no": a score, a dose, a setting).
+    ``value_end``: where the first date of a range ends (the context is the whole range's)."""
+    value = text[start : value_end if value_end is not None else end]
+    before = _glued_before(text, start, 14)
+    after = text[end : end + 14]
+    if _NOT_MONTH_DAY_BEFORE.search(before) or _NOT_MONTH_DAY_AFTER.search(after):
+        return "no"
+    if _VENT_BEFORE.search(_glued_before(text, start, 24)):
+        return "no"
+    first, second = (int(g) for g in re.findall(r"\d+", value)[:2])
+    if first >= second and second <= 15 and _ON_BEFORE_RE.search(before):
+        sentence_start = max(text.rfind("\n", 0, start), text.rfind(". ", 0, start), start - 80)
+        stops = [i for i in (text.find("\n", end), text.find(". ", end)) if i >= 0]
+        sentence_end = min([*stops, end + 60])
+        sentence = text[sentence_start + 1 : start] + " " + text[end:sentence_end]
+        if _RESP_WORDS_RE.search(sentence) and not _EVENT_BEFORE_RE.search(
+            _glued_before(text, start, 30)
+        ):
+            return "no"
+    fraction = _FRACTION_RE.match(value)
+    if fraction and int(fraction[1]) <= int(fraction[2]):
+        return "fraction"
+    return "date"
+
+
+_LOWER_MONTH_WORD_RE = re.compile(r"(?<![A-Za-z])(?:may|mar|jun|dec|sun)(?![a-z])")
+_TIME_WORD_BEFORE_RE = re.compile(
+    r"(?:\b(?i:in|since|on|of|until|till|from|by|early|late|mid|d/c'?d)[ \t]+|[(\[\"'])$"
+)
+_VERB_AFTER_RE = re.compile(r"[ \t]+(?i:from|to|by)\b")
+_PHRASE_END_RE = re.compile(r"[ \t]*(?:[.,;:)\]\"']|\n|$)")
+
+
+def _word_not_month(text: str, match: re.Match[str]) -> bool:
+    """ "may 3 times", "mar 2 tabs", "nc 02 dec from 4": lower-case words, not months, unless
+    a year is written, a word before places them in time ("in may 15'") or a bracket opens
+    them, or the date ends its phrase ("(mar 19)", "15 dec."); "march 21" is a month."""
+    value = match.group()
+    if re.search(r"(?i:\b(?:dec|may|mar))$", value) and _VERB_AFTER_RE.match(text, match.end()):
+        return True  # "NC 02 DEC FROM 4", "hr 80 dec to 60": decreased, in any case
+    if not _LOWER_MONTH_WORD_RE.search(value) or re.search(
+        rf"{_YEAR}|'\d\d|-\d\d$|^\d+[a-z]+\d+$", value
+    ):
+        return False
+    if _TIME_WORD_BEFORE_RE.search(_glued_before(text, match.start(), 12)):
+        return False
+    return not _PHRASE_END_RE.match(text, match.end())
 
 
 def _dates(text: str) -> Iterator[Phi]:
     for pattern in _DATE_RES:
         for match in pattern.finditer(text):
-            if re.match(r"(?:may|mar|jun|dec|sun)(?![a-z])", match.group()) and not re.search(
-                _YEAR, match.group()
-            ):
-                continue  # "may 3 times", "mar 2 tabs": lower-case words, not months
-                # ("march 21", "may 16, 2015" and "in march of 2022" are dates)
+            if _word_not_month(text, match):
+                continue
             if re.match(r"[ \t]?%", text[match.end() : match.end() + 2]):
                 continue  # ventilator settings: "psv 12/5/40%"
             yield Phi(*match.span(), DATE, "date")
+    for match in _MONTH_ALONE_RE.finditer(text):
+        yield Phi(*match.span("month"), DATE, "date")
+    for match in _RANGE_RE.finditer(text):
+        if _month_day(text, match.start(), match.end(), match.end("first")) != "no":
+            # each end its own span: "to" between them is no date
+            yield Phi(*match.span("first"), DATE, "date-range")
+            yield Phi(*match.span("second"), DATE, "date-range")
     for match in _MONTH_DAY_RE.finditer(text):
-        before = text[max(0, match.start() - 14) : match.start()]
-        after = text[match.end() : match.end() + 14]
-        if _NOT_MONTH_DAY_BEFORE.search(before) or _NOT_MONTH_DAY_AFTER.search(after):
+        verdict = _month_day(text, *match.span())
+        if verdict == "no":
             continue
-        if _VENT_BEFORE.search(text[max(0, match.start() - 24) : match.start()]):
-            continue
-        fraction = _FRACTION_RE.match(match.group())
-        if fraction and int(fraction[1]) <= int(fraction[2]) and not _DATE_CUE_RE.search(before):
+        before = _glued_before(text, match.start(), 14)
+        if verdict == "fraction" and not (
+            _DATE_CUE_RE.search(before)
+            or (_OPENING_RE.search(before) and not _COMMON_FRACTION_RE.match(match.group()))
+        ):
             continue
         yield Phi(*match.span(), DATE, "month-day")
-    for pattern in (_MONTH_YEAR_RE, _ORDINAL_DAY_RE):
-        for match in pattern.finditer(text):
-            yield Phi(*match.span(), DATE, "month-day")
+    for match in _MONTH_YEAR_RE.finditer(text):
+        yield Phi(*match.span(), DATE, "month-day")
+    for match in _HYPHEN_MONTH_DAY_RE.finditer(text):
+        yield Phi(*match.span("date"), DATE, "month-day")
+    for match in _ORDINAL_DAY_RE.finditer(text):
+        noun = _ORDINAL_NOUN_RE.match(text, match.end())
+        if noun:
+            word = noun.group(1).lower()
+            if word not in _DATE_FOLLOWERS and (
+                lexicon.is_dictionary_word(word) or match.group("cue").lower() != "the"
+            ):
+                # "the 4th ventricle", "on the 2nd floor"; without "the", any word but one
+                # that follows a date: "after 3rd cdiff", "on 2nd cpap trial"
+                continue
+        yield Phi(*match.span("day"), DATE, "ordinal-day")
 
 
 # -- ages over 89 ---------------------------------------------------------------------------------
@@ -517,6 +672,10 @@ def _joined_id(value: str) -> bool:
         and any(len(g) >= 4 and g.isdigit() for g in groups)
         and not _DATE_SHAPE_RE.match(value)
         and not re.fullmatch(r"\d+\.\d+", value)  # a measurement
+        # Volumes and doses joined ("400cc-1500", "1000-1500cc", "10mg/2mg"): measurements.
+        and not any(
+            re.fullmatch(r"\d+(?i:cc|ml|mls|l|mg|mcg|g|kg|u|units|hrs?|min)", g) for g in groups
+        )
         # Numbers of up to four digits joined: a range, a ratio, a time span, lab values or
         # ventilator settings ("1900-0700", "40/1000/15", "2245-105-4.7"), not a record number.
         and not (
@@ -566,9 +725,21 @@ _PHONE_LABEL_RE = re.compile(
 )
 
 
+_CLOCK_RE = re.compile(r"(?:[01]?\d|2[0-4])(?:[0-5]\d)?")
+
+
+def _clock_times(value: str) -> bool:
+    """Two clock times joined: a shift or an interval ("0700-1930", "07-1530", "0330 0630",
+    "@ 0430 150"), not a national number (which has three groups, or a longer second one)."""
+    groups = re.findall(r"\d+", value)
+    return len(groups) == 2 and all(len(g) <= 4 and _CLOCK_RE.fullmatch(g) for g in groups)
+
+
 def _phones(text: str) -> Iterator[Phi]:
     for pattern in _PHONE_RES:
         for match in pattern.finditer(text):
+            if pattern is _PHONE_RES[2] and _clock_times(match.group()):
+                continue
             yield Phi(*match.span(), PHONE, "phone")
             extension = _X_EXTENSION_RE.match(text, match.end())
             if extension:
@@ -601,6 +772,13 @@ STATES = (
 _STREET_RE = re.compile(
     rf"(?<![\w])\d{{1,6}}[A-Z]?(?:[ \t]+(?:[NSEW]\.?|North|South|East|West))?"
     rf"(?:[ \t]+{WORD}){{1,4}}[ \t]+(?:{STREET_TYPES})\.?(?![\w])"
+)
+# In lower case ("lives alone in 98 harbour avenue", "NOK: ... (son), 58 kowhai lane"): a
+# number, one or two words that are no clinical or function word, and a street type in full.
+_STREET_LOWER_RE = re.compile(
+    r"(?<![\w/.-])\d{1,5}[ \t]+(?P<words>[a-z][a-z'-]+(?:[ \t]+[a-z][a-z'-]+)?)[ \t]+"
+    r"(?:street|avenue|road|lane|drive|court|place|crescent|close|terrace|boulevard|parkway)"
+    r"(?![\w])"
 )
 _UNIT_RE = re.compile(
     r"(?<![\w])(?:Apt|Apartment|Suite|Ste|Unit|Room|Rm|Floor|Fl|Bldg|Building|#)\.?[ \t]*"
@@ -677,6 +855,9 @@ def _addresses(text: str) -> Iterator[Phi]:
         words = match.group("city").split()
         if not any(lexicon.is_not_a_name(w) or lexicon.is_institution_word(w) for w in words):
             yield Phi(*match.span("city"), ADDRESS, "city")
+    for match in _STREET_LOWER_RE.finditer(text):
+        if not any(lexicon.is_not_a_name(w) for w in match.group("words").split()):
+            yield Phi(*match.span(), ADDRESS, "street")
     for match in _STREET_RE.finditer(text):
         yield Phi(*match.span(), ADDRESS, "street")
         tail = _ADDRESS_TAIL_RE.match(text, match.end())

@@ -306,16 +306,67 @@ class Surrogates:
         89 becomes the same one, as Safe Harbor groups those ages), the month and day drawn
         from the key. Unparsed shapes get their digits drawn."""
         parsed = parse_date(value)
-        if parsed is None:
-            return self.characters(DATE, value, salt)
-        year, month, day, render = parsed
         stream = self._stream(DATE, value, salt)
+        if parsed is None:
+            return self._date_parts(value, stream) or self.characters(DATE, value, salt)
+        year, month, day, render = parsed
         if year is not None and year < self.today.year - OLDEST_YEARS:
             year = self.today.year - OLDEST_YEARS - 1  # one year for every age over 89
         new_month = 1 + stream[0] % 12 if month is not None else None
         days = calendar.monthrange(year or 2001, new_month or 1)[1]
         new_day = 1 + int.from_bytes(stream[1:3], "big") % days if day is not None else None
         return render(year, new_month, new_day)
+
+    def _date_parts(self, value: str, stream: bytes) -> str | None:
+        """A date of a shape ``parse_date`` does not take whole ("Mar 4-6", "1->2 nov",
+        "10/03/10/04", "March the 4th", "03/2019", "20021220"), part by part: month words
+        drawn in the same case and length, days and months drawn at the same width, years
+        kept (as ``date`` keeps them), the words between ("the", "of", "to") and days of the
+        week left."""
+        parts = [p for p in re.split(r"(\d+|[A-Za-z]+)", value) if p]
+        draws = iter(stream * 2)
+        out = []
+        for part in parts:
+            lower = part.lower()
+            if lower in MONTH_NAMES or lower in MONTH_ABBR:
+                month = 1 + next(draws) % 12
+                name = calendar.month_name[month]
+                if lower not in MONTH_NAMES or (len(part) <= 3 and lower != "may"):
+                    name = calendar.month_abbr[month]
+                out.append(_same_case(name, part))
+            elif part.isdigit() and len(part) == 8 and part[:2] in ("18", "19", "20"):
+                month = 1 + next(draws) % 12
+                out.append(f"{part[:4]}{month:02d}{1 + next(draws) % 28:02d}")  # 20021220
+            elif part.isdigit() and len(part) == 4 and part[:2] in ("18", "19", "20"):
+                out.append(self._kept_year(int(part)))
+            elif part.isdigit() and len(part) == 2 and out and out[-1].endswith(("'", ", ")):
+                out.append(part)  # "nov, 96", "may 15'"... a year written short, kept
+            elif part.isdigit() and len(part) <= 2:
+                number = 1 + next(draws) % 12  # a month or a day: 12 fits both
+                out.append(f"{number:02d}" if len(part) == 2 else str(number))
+            elif lower in ("st", "nd", "rd", "th") and out and out[-1].isdigit():
+                out.append(_same_case(_suffix(int(out[-1])), part))
+            elif part.isdigit() or (part.isalpha() and lower not in _DATE_GLUE):
+                return None
+            else:
+                out.append(part)
+        return "".join(out)
+
+    def _kept_year(self, year: int) -> str:
+        if year < self.today.year - OLDEST_YEARS:
+            year = self.today.year - OLDEST_YEARS - 1
+        return f"{year:04d}"
+
+
+# Words a date's parts are written with.
+_DATE_GLUE = frozenset(
+    (
+        *("the", "of", "to", "thru", "through", "till", "until", "and"),
+        *(d.lower() for d in calendar.day_name),
+        *(d.lower() for d in calendar.day_abbr),
+        *("tues", "thur", "thurs"),
+    )
+)
 
 
 def _same_case(word: str, like: str) -> str:
