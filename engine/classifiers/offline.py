@@ -38,7 +38,8 @@ MIN_PAGE_SCORE = 6.0  # below this a page has too little evidence to start a seg
 NEW_SEGMENT_MARGIN = 1.5  # a page's top score must beat the current type's by this factor
 MAX_EVIDENCE = 3
 # The offline answer's confidence when the discriminator reads a segment as paperwork about
-# reports (it says so only when it is at least 0.9 sure: engine.discriminator.MIN_PAPERWORK).
+# reports (it vetoes a report type at engine.discriminator.MIN_PAPERWORK, 0.9, or at
+# MIN_TABLE_PAPERWORK, 0.8, for a table of results claimed as a report) ...
 PAPERWORK_CONFIDENCE = 0.8
 # ... when the discriminator is at least this sure; below it (but sure enough to veto the
 # vocabulary's type) the answer's confidence is under every preset's threshold: it escalates.

@@ -898,6 +898,10 @@ def _opens_with_key(text: str) -> bool:
 _ANOTHER_MARKER = re.compile(
     r"\b(?:ER|PR|PgR|HER-?2)\b|\b(?:estrogen|oestrogen|progesterone)\b", re.IGNORECASE
 )
+# ... by the field its first three letters name (the key's own marker may recur: "HER2 2+
+# equivocal, reflex HER2 FISH pending").
+_MARKER_FIELD = {"er": "er", "est": "er", "oes": "er", "pr": "pr", "pgr": "pr", "pro": "pr"}
+_MARKER_FIELD |= {"her": "her2"}
 
 
 def _no_separator(text: str, strict: bool = True) -> re.Match[str] | None:
@@ -939,7 +943,10 @@ def _no_separator(text: str, strict: bool = True) -> re.Match[str] | None:
         return None
     if not (known or _checked(value) is not None or _PENDING.search(fold(value))):
         return None
-    if _ANOTHER_MARKER.search(value):
+    own = "her2" if field.startswith("her2") else field
+    if any(
+        _MARKER_FIELD[m.group(0).casefold()[:3]] != own for m in _ANOTHER_MARKER.finditer(value)
+    ):
         return None  # a sentence listing markers ("ER positive, PR negative, HER2 ..."): no row
     if field == "histology" and histology_canonical(key) is not None:
         return None

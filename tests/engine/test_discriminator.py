@@ -103,3 +103,59 @@ def test_a_veto_without_the_surety_to_label_leaves_the_answer_under_every_thresh
     thresholds = [p.min_dominant_confidence for p in pipeline.PRESETS.values()]
     assert (confidence >= max(thresholds)) is accepted
     assert (confidence < min(thresholds)) is not accepted
+
+
+def test_a_story_pasted_again_and_again_counts_as_often_as_once():
+    """The writer's voice about one patient counts its different wordings: the same sentences
+    pasted into a leaflet weigh no more the tenth time than the first."""
+    story = "The patient was seen. He was well. I examined the patient.\n"
+    once = discriminator.signals_of(story)["one patient's story"]
+    assert once == 3
+    assert discriminator.signals_of(story * 10)["one patient's story"] == once
+    # A disease's abbreviation is no title: "MS symptoms", "MR angiography".
+    assert (
+        discriminator.signals_of("MS symptoms vary. MR angiography helps.")["one patient's story"]
+        == 0
+    )
+    assert discriminator.signals_of("Mr. Smith was seen.")["one patient's story"] == 1
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "not json",
+        json.dumps({"fingerprint": "stale"}),
+        json.dumps({"model": {}}),  # the fingerprint of no version
+    ],
+)
+def test_a_model_file_that_is_unreadable_stale_or_malformed_is_never_used(
+    tmp_path: Path, content: str
+):
+    path = tmp_path / "model.json"
+    path.write_text(content)
+    assert discriminator.load(path) is None
+
+
+def test_a_model_file_of_the_right_fingerprint_but_the_wrong_width_is_never_used(tmp_path: Path):
+    data = json.loads(discriminator.MODEL_FILE.read_text())
+    data["model"]["paperwork"]["coef"] = data["model"]["paperwork"]["coef"][:-3]
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(data))
+    assert discriminator.load(path) is None
+    data = json.loads(discriminator.MODEL_FILE.read_text())
+    del data["model"]["note"]
+    path.write_text(json.dumps(data))
+    assert discriminator.load(path) is None
+
+
+def test_a_table_of_results_claimed_as_a_report_is_vetoed_at_its_own_level_and_a_note_is_not():
+    reading = discriminator.Reading(
+        paperwork=0.85,
+        note=0.1,
+        signals={"reference ranges": 4},
+        evidence=("reference ranges (4)",),
+    )
+    assert reading.not_a_report(DocType.PATHOLOGY) is not None
+    assert not reading.agrees(DocType.PATHOLOGY)
+    assert reading.not_a_report(DocType.CLINICAL_NOTE) is None  # an EHR summary holds results
+    assert reading.agrees(DocType.CLINICAL_NOTE)
