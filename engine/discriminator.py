@@ -61,6 +61,10 @@ MIN_KINDS = 2  # kinds of paperwork signal that must weigh in before "not a repo
 # whatever SPECIMEN and DIAGNOSIS lines stand above it).
 MIN_RANGES = 3
 MIN_TABLE_PAPERWORK = 0.8
+# A clinical note with none of these (the signs that tie a text to one patient's encounter) is
+# vetoed as paperwork from this probability on.
+ANCHORS = ("a patient named or numbered", "a date of service", "an author or sign-out")
+MIN_ANONYMOUS_NOTE = 0.5
 RANGES = "reference ranges"
 MEASUREMENTS = "measurements"
 MAX_TABLE_MEASUREMENTS = 1
@@ -339,7 +343,13 @@ class Reading:
         # surety: its ranges are the evidence. (A note may carry a results table: an EHR
         # summary does.)
         table = ranges >= MIN_RANGES and doc_type != DocType.CLINICAL_NOTE
-        if self.paperwork < (MIN_TABLE_PAPERWORK if table else MIN_PAPERWORK):
+        # A note is about one patient: one that names no patient, no date of service and no
+        # author needs less surety (its wording of one patient's story can be pasted in).
+        anonymous = doc_type == DocType.CLINICAL_NOTE and not any(
+            self.signals.get(name) for name in ANCHORS
+        )
+        need = MIN_TABLE_PAPERWORK if table else MIN_PAPERWORK
+        if self.paperwork < (MIN_ANONYMOUS_NOTE if anonymous else need):
             return None
         if len(self.evidence) < MIN_KINDS and ranges < MIN_RANGES:
             return None  # one kind of wording alone is no genre; a results table is one

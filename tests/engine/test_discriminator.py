@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.report_bench import fooled_output, run
@@ -149,13 +149,54 @@ def test_a_model_file_of_the_right_fingerprint_but_the_wrong_width_is_never_used
 
 
 def test_a_table_of_results_claimed_as_a_report_is_vetoed_at_its_own_level_and_a_note_is_not():
+    signals = {"reference ranges": 4, "a date of service": 1, "a patient named or numbered": 1}
     reading = discriminator.Reading(
-        paperwork=0.85,
-        note=0.1,
-        signals={"reference ranges": 4},
-        evidence=("reference ranges (4)",),
+        paperwork=0.85, note=0.1, signals=signals, evidence=("reference ranges (4)",)
     )
     assert reading.not_a_report(DocType.PATHOLOGY) is not None
     assert not reading.agrees(DocType.PATHOLOGY)
     assert reading.not_a_report(DocType.CLINICAL_NOTE) is None  # an EHR summary holds results
     assert reading.agrees(DocType.CLINICAL_NOTE)
+
+
+@pytest.mark.parametrize("anchor", [None, *discriminator.ANCHORS])
+def test_a_note_about_no_one_is_vetoed_from_an_even_chance_of_paperwork(anchor):
+    """A clinical note names a patient, a date of service or an author; one with none of
+    them that reads as paperwork at even odds is not a note (its story can be pasted in)."""
+    signals = {"people in general": 9, "questions it answers": 4, "one patient's story": 5}
+    if anchor:
+        signals[anchor] = 1
+    evidence = ("people in general (9)", "questions it answers (4)")
+    for paperwork, vetoed in ((0.55, anchor is None), (0.45, False), (0.92, True)):
+        reading = discriminator.Reading(paperwork, 0.1, signals, evidence)
+        assert (reading.not_a_report(DocType.CLINICAL_NOTE) is not None) is vetoed
+        # A report type keeps its own level.
+        assert (reading.not_a_report(DocType.RADIOLOGY) is not None) is (paperwork >= 0.9)
+
+
+# Pages that speak to their reader in two kinds of wording (questions and general statements).
+# A fact sheet or an aftercare sheet has one kind only: a pasted story still passes there (6 and
+# 3 of 24 tries; docs/security.md).
+TWO_KINDS = [
+    t for t in INFORMATION if t.name not in {"disease_fact_sheet", "aftercare_instructions"}
+]
+
+
+@given(
+    template=st.sampled_from(TWO_KINDS),
+    seed=st.integers(0, 10_000),
+    pasted=st.integers(1, 6),
+)
+@settings(max_examples=60)
+def test_a_story_pasted_into_general_health_information_does_not_make_it_a_note(
+    template, seed, pasted
+):
+    """The stuffing a review found: sentences of one patient's story pasted into a page about
+    a condition. Through a model fooled into a note, it is never accepted."""
+    story = "The patient was seen. He was well. She had no pain. I examined the patient.\n"
+    (page,) = generate(1, seed=seed, templates=(template,))
+    pages = [p.text for p in extract_text_file(page.text + "\n" + story * pasted)]
+    fooled = run(
+        pages, pipeline.PRESETS["clinical"], output=fooled_output(pages, DocType.CLINICAL_NOTE)
+    )
+    assert fooled.decision != Decision.AUTO_ACCEPT
