@@ -48,46 +48,43 @@ def test_the_split_is_frozen_and_covers_every_layout():
     assert {t.split("/")[0] for t in split["held_out"] if t.endswith("/n")} == layouts
 
 
+def _digest(templates: list[str]) -> str:
+    """The hash of the first 10 documents of each template: key, text, truth and features."""
+    h = hashlib.sha256()
+    for template in templates:
+        for i in range(10):
+            d = pathgen.generate(template, i)
+            h.update(json.dumps([d.key, d.text, d.truth, d.features], sort_keys=True).encode())
+    return h.hexdigest()
+
+
 def test_first_wave_documents_are_byte_identical_to_those_measured():
     # Hash of the first wave's documents (a-e, 10 each) as generated before the second wave
     # was added: adding variants must not change one document already measured.
-    h = hashlib.sha256()
-    for layout in pathgen.LAYOUTS:
-        for v in pathgen.VARIANTS + pathgen.BUILD_EXTRA:
-            for i in range(10):
-                d = pathgen.generate(f"{layout}/{v}", i)
-                h.update(json.dumps([d.key, d.text, d.truth, d.features], sort_keys=True).encode())
-    assert h.hexdigest() == "f2fab0aeb64280207dc9164bda6f8e411f0ac2fe1186c70807d8532591135f4e"
+    first = [
+        f"{lay}/{v}" for lay in pathgen.LAYOUTS for v in pathgen.VARIANTS + pathgen.BUILD_EXTRA
+    ]
+    assert _digest(first) == "f2fab0aeb64280207dc9164bda6f8e411f0ac2fe1186c70807d8532591135f4e"
 
 
 def test_earlier_waves_documents_are_byte_identical_after_the_third_wave():
     # Hash of every template of the first two waves (a-h, twocol, letter; 10 documents each) as
     # generated before the third wave was added.
-    h = hashlib.sha256()
     earlier = [
         t
         for t in pathgen.templates()
         if t.split("/")[1] not in pathgen.THIRD_VARIANTS + pathgen.FOURTH_VARIANTS
     ]
     assert len(earlier) == 36
-    for template in earlier:
-        for i in range(10):
-            d = pathgen.generate(template, i)
-            h.update(json.dumps([d.key, d.text, d.truth, d.features], sort_keys=True).encode())
-    assert h.hexdigest() == "28facba4e3d9606a9ae449e2bba18202c295d151f80c47d35c40e51ec9e0655b"
+    assert _digest(earlier) == "28facba4e3d9606a9ae449e2bba18202c295d151f80c47d35c40e51ec9e0655b"
 
 
 def test_earlier_waves_documents_are_byte_identical_after_the_fourth_wave():
     # Hash of every template of the first three waves (a-k; 10 documents each) as generated
     # before the fourth wave was added.
-    h = hashlib.sha256()
     earlier = [t for t in pathgen.templates() if t.split("/")[1] not in pathgen.FOURTH_VARIANTS]
     assert len(earlier) == 54
-    for template in earlier:
-        for i in range(10):
-            d = pathgen.generate(template, i)
-            h.update(json.dumps([d.key, d.text, d.truth, d.features], sort_keys=True).encode())
-    assert h.hexdigest() == "24a9105e1b08ce6d8828b9538621d653cc4b602ee406d4c0491744c902b96379"
+    assert _digest(earlier) == "24a9105e1b08ce6d8828b9538621d653cc4b602ee406d4c0491744c902b96379"
 
 
 def test_fourth_wave_held_out_variant_shares_no_wording_with_its_build_variants():
