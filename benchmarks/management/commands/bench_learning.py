@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import random
@@ -10,6 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from benchmarks.evaluation import read_labels
 from benchmarks.learning_sim import TARGETS, Options, label_flips, simulate
 from reliability.learner import Example, Learner, Settings
 from reliability.management.commands.train_classifier import extract
@@ -25,6 +25,20 @@ def is_test(data: bytes) -> bool:
     return int(hashlib.sha256(data).hexdigest()[:8], 16) % 10 < TEST_SHARE_IN_TEN
 
 
+def corpus_pages(path: Path, cache: Path | None = None) -> list[str]:
+    """The pages' text of a corpus file, extracted in the sandbox; with ``cache``, kept there
+    by the hash of the file's bytes (extraction dominates a short run)."""
+    if cache is None:
+        return extract(path)
+    cached = cache / (hashlib.sha256(path.read_bytes()).hexdigest() + ".json")
+    if cached.exists():
+        return list(json.loads(cached.read_text()))
+    pages = extract(path)
+    cache.mkdir(parents=True, exist_ok=True)
+    cached.write_text(json.dumps(pages))
+    return pages
+
+
 def read_corpus(
     folder: Path, *, cache: Path | None = None, split: str = "all"
 ) -> tuple[list[Example], set[str]]:
@@ -35,12 +49,8 @@ def read_corpus(
     labels = folder / "labels.csv"
     if not labels.exists():
         raise CommandError(f"{labels} not found.")
-    with labels.open(newline="", encoding="utf-8-sig") as handle:
-        rows = [
-            {k.strip(): (v or "").strip() for k, v in r.items()} for r in csv.DictReader(handle)
-        ]
     records, test = [], set()
-    for r in rows:
+    for r in read_labels(folder):
         path = folder / r["path"]
         data = path.read_bytes()
         if is_test(data):
@@ -49,16 +59,7 @@ def read_corpus(
                 continue
         elif split == "test":
             continue
-        pages = None
-        if cache is not None:
-            cached = cache / (hashlib.sha256(data).hexdigest() + ".json")
-            if cached.exists():
-                pages = json.loads(cached.read_text())
-        if pages is None:
-            pages = extract(path)
-            if cache is not None:
-                cache.mkdir(parents=True, exist_ok=True)
-                cached.write_text(json.dumps(pages))
+        pages = corpus_pages(path, cache)
         records.append(
             Example(r["doc_id"], r["label"], pages, source=r.get("source") or folder.name)
         )

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -10,10 +9,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks import negatives
 from benchmarks.evaluation import read_labels
+from benchmarks.management.commands.bench_learning import corpus_pages
 from benchmarks.report_bench import measure
 from benchmarks.splits import split_of
 from documents.pages import UnreadableDocument, extract_text_file
-from documents.services import pages_extract
 from engine import discriminator
 from engine.lookalikes import generate
 from engine.schemas import DOC_TYPES, DocType
@@ -100,7 +99,7 @@ class Command(BaseCommand):
             for row in read_labels(corpus)[: options["limit"]]:
                 path = corpus / row["path"]
                 try:
-                    pages = _pages(path, cache)
+                    pages = corpus_pages(path, cache)
                 except UnreadableDocument:  # the sandbox's time limit on a loaded machine
                     unreadable.append(row["doc_id"])
                     continue
@@ -149,7 +148,7 @@ class Command(BaseCommand):
                 if split_of(path) != "dev":
                     continue
                 try:
-                    pages = _pages(path, cache)
+                    pages = corpus_pages(path, cache)
                 except UnreadableDocument:
                     continue
                 texts.append("\n\n".join(pages))
@@ -172,16 +171,3 @@ class Command(BaseCommand):
             + "\n"
         )
         self.stdout.write(f"Trained on {sum(sources.values())} documents {sources}; wrote {out}")
-
-
-def _pages(path: Path, cache: Path | None) -> list[str]:
-    """The pages' text of a corpus file (sandboxed), kept in ``cache`` by the file's hash."""
-    data = path.read_bytes()
-    cached = cache / (hashlib.sha256(data).hexdigest() + ".json") if cache is not None else None
-    if cached is not None and cached.exists():
-        return list(json.loads(cached.read_text()))
-    pages = [p.text for p in pages_extract(name=path.name, data=data)]
-    if cached is not None:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        cached.write_text(json.dumps(pages))
-    return pages
