@@ -459,7 +459,8 @@ class Discriminator:
         weights = []
         for k, s in enumerate(SIGNALS):
             coef = self.paperwork.coef
-            weight = sum(coef[PER_SIGNAL * k + j] * row[PER_SIGNAL * k + j] for j in range(3))
+            at = slice(PER_SIGNAL * k, PER_SIGNAL * (k + 1))
+            weight = sum(c * v for c, v in zip(coef[at], row[at], strict=True))
             if not s.reports and weight > 0 and counts[s.name]:
                 weights.append((weight, f"{s.name} ({counts[s.name]})"))
         evidence = tuple(w for _, w in sorted(weights, reverse=True)[:EVIDENCE_FEATURES])
