@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Callable
 from typing import Any
 
 from benchmarks import oncology_bench, pathgen
@@ -87,6 +88,24 @@ def test_earlier_waves_documents_are_byte_identical_after_the_fourth_wave():
     assert _digest(earlier) == "24a9105e1b08ce6d8828b9538621d653cc4b602ee406d4c0491744c902b96379"
 
 
+def _owns_its_wordings(
+    pick: Callable[[random.Random, str, Any], Any], held: str, build: str, pools: list[Any]
+) -> None:
+    """In every pool, the held-out variant's wordings and its build variants' share none."""
+    for pool in pools:
+        held_words = {pick(random.Random(i), held, pool) for i in range(60)}
+        build_words = {pick(random.Random(i), v, pool) for i in range(60) for v in build}
+        assert held_words and build_words and not held_words & build_words
+
+
+def _draws_c_from_an_earlier_pool(held: str, build: str) -> None:
+    """Where a wave draws a first-wave pool, its held-out variant draws c's wordings (held
+    out) and a build variant none of them."""
+    old = pathgen.LABELS["er"]
+    assert {pathgen.pick(random.Random(i), held, old) for i in range(60)} == set(old[2::3])
+    assert not {pathgen.pick(random.Random(i), build, old) for i in range(60)} & set(old[2::3])
+
+
 def test_fourth_wave_held_out_variant_shares_no_wording_with_its_build_variants():
     pools: list[list[Any]] = [
         *pathgen.FOURTH_LABELS.values(),
@@ -96,10 +115,7 @@ def test_fourth_wave_held_out_variant_shares_no_wording_with_its_build_variants(
         pathgen.FOURTH_MARKS,
         pathgen.FOURTH_KEY_OCR,
     ]
-    for pool in pools:
-        held = {pathgen.pick4(random.Random(i), "n", pool) for i in range(60)}
-        build = {pathgen.pick4(random.Random(i), v, pool) for i in range(60) for v in "lm"}
-        assert held and build and not held & build
+    _owns_its_wordings(pathgen.pick4, "n", "lm", pools)
     # The receptor, HER2, grade and margin wordings: n's never equal l's or m's.
     for seed in range(60):
         tumour = pathgen._tumour(random.Random(seed), "a")
@@ -119,9 +135,7 @@ def test_fourth_wave_held_out_variant_shares_no_wording_with_its_build_variants(
             lm = {fn(random.Random(i), v) for i in range(30) for v in "lm"}
             assert not n & lm
     # Where the fourth wave draws an earlier pool, n draws c's (held out), l and m a's and b's.
-    old = pathgen.LABELS["er"]
-    assert {pathgen.pick(random.Random(i), "n", old) for i in range(60)} == set(old[2::3])
-    assert not {pathgen.pick(random.Random(i), "l", old) for i in range(60)} & set(old[2::3])
+    _draws_c_from_an_earlier_pool("n", "l")
 
 
 def test_fourth_wave_truth_states_only_what_the_report_states():
@@ -149,10 +163,7 @@ def test_third_wave_held_out_variant_shares_no_wording_with_its_build_variants()
         *pathgen.HISTOLOGY3.values(),
         pathgen.THIRD_STYLES,
     ]
-    for pool in pools:
-        held = {pathgen.pick3(random.Random(i), "k", pool) for i in range(60)}
-        build = {pathgen.pick3(random.Random(i), v, pool) for i in range(60) for v in "ij"}
-        assert held and build and not held & build
+    _owns_its_wordings(pathgen.pick3, "k", "ij", pools)
     # The receptor, HER2, grade and margin wordings: k's never equal i's or j's.
     for seed in range(40):
         rng = random.Random(seed)
@@ -162,9 +173,7 @@ def test_third_wave_held_out_variant_shares_no_wording_with_its_build_variants()
             ij = {fn(random.Random(i), v, tumour) for i in range(30) for v in "ij"}
             assert not k & ij
     # Where the third wave draws an earlier pool, k draws c's (held out), i and j a's and b's.
-    old = pathgen.LABELS["er"]
-    assert {pathgen.pick(random.Random(i), "k", old) for i in range(60)} == set(old[2::3])
-    assert not {pathgen.pick(random.Random(i), "i", old) for i in range(60)} & set(old[2::3])
+    _draws_c_from_an_earlier_pool("k", "i")
 
 
 def test_a_receptor_percentage_in_the_truth_is_printed_in_the_report():
@@ -182,14 +191,9 @@ def test_a_receptor_percentage_in_the_truth_is_printed_in_the_report():
 
 def test_second_wave_held_out_variant_shares_no_wording_with_its_build_variants():
     pools = [*pathgen.NEW_LABELS.values(), *pathgen.NEW_HISTOLOGY.values(), pathgen.NEW_STYLES]
-    for pool in pools:
-        held = {pathgen.pick(random.Random(i), "h", [], new=pool) for i in range(60)}
-        build = {pathgen.pick(random.Random(i), v, [], new=pool) for i in range(60) for v in "fg"}
-        assert held and build and not held & build
+    _owns_its_wordings(lambda r, v, pool: pathgen.pick(r, v, [], new=pool), "h", "fg", pools)
     # Where a pool has no second-wave wordings, h draws c's (held out), f and g a's and b's.
-    old = pathgen.LABELS["er"]
-    assert {pathgen.pick(random.Random(i), "h", old) for i in range(60)} == set(old[2::3])
-    assert not {pathgen.pick(random.Random(i), "f", old) for i in range(60)} & set(old[2::3])
+    _draws_c_from_an_earlier_pool("h", "f")
 
 
 def test_generated_documents_are_reproducible_and_held_out_wording_differs():
