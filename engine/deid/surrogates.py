@@ -310,8 +310,8 @@ class Surrogates:
         if parsed is None:
             return self._date_parts(value, stream) or self.characters(DATE, value, salt)
         year, month, day, render = parsed
-        if year is not None and year < self.today.year - OLDEST_YEARS:
-            year = self.today.year - OLDEST_YEARS - 1  # one year for every age over 89
+        if year is not None:
+            year = self._kept_year(year)
         new_month = 1 + stream[0] % 12 if month is not None else None
         days = calendar.monthrange(year or 2001, new_month or 1)[1]
         new_day = 1 + int.from_bytes(stream[1:3], "big") % days if day is not None else None
@@ -338,7 +338,7 @@ class Surrogates:
                 month = 1 + next(draws) % 12
                 out.append(f"{part[:4]}{month:02d}{1 + next(draws) % 28:02d}")  # 20021220
             elif part.isdigit() and len(part) == 4 and part[:2] in ("18", "19", "20"):
-                out.append(self._kept_year(int(part)))
+                out.append(f"{self._kept_year(int(part)):04d}")
             elif part.isdigit() and len(part) == 2 and out and out[-1].endswith(("'", ", ")):
                 out.append(part)  # "nov, 96", "may 15'"... a year written short, kept
             elif part.isdigit() and len(part) <= 2:
@@ -352,10 +352,11 @@ class Surrogates:
                 out.append(part)
         return "".join(out)
 
-    def _kept_year(self, year: int) -> str:
+    def _kept_year(self, year: int) -> int:
+        """The year a date keeps: itself, or one year for every age over 89."""
         if year < self.today.year - OLDEST_YEARS:
-            year = self.today.year - OLDEST_YEARS - 1
-        return f"{year:04d}"
+            return self.today.year - OLDEST_YEARS - 1
+        return year
 
 
 # Words a date's parts are written with.
