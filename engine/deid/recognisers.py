@@ -411,10 +411,7 @@ _MONTH_ALONE_RE = re.compile(
 # Two dates joined as a range: "8/2 - 8/10", "3/4 to 3/6", "3-14-25 thru 3-16-25" (the
 # second, alone, would read as a fraction; together each tells the other is a date).
 _NUM_DATE = rf"{_MONTH}/{_DAY}(?:/(?:{_YEAR}|\d\d))?|{_MONTH}-{_DAY}-(?:{_YEAR}|\d\d)"
-_RANGE_RE = re.compile(
-    rf"{_GLUED}(?P<first>{_NUM_DATE})[ \t]*(?:-+>?|\u2013|(?i:to|thru|through|till|until))"
-    rf"[ \t]*(?P<second>{_NUM_DATE})(?![\w/]|\.\d)"
-)
+_RANGE_RE = re.compile(rf"{_GLUED}(?P<first>{_NUM_DATE}){_TO}(?P<second>{_NUM_DATE})(?![\w/]|\.\d)")
 # 7/22, 12/14: a month and a day, unless a score, a fraction or a dose says otherwise.
 _MONTH_DAY_RE = re.compile(rf"{_GLUED}{_MONTH}/{_DAY}(?![\w/]|\.\d)")
 _NOT_MONTH_DAY_BEFORE = re.compile(
